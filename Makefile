@@ -1,0 +1,47 @@
+# lanework: targets loop over the modules listed once, in go.work.
+MODULES := $(shell sed -n 's|^[[:space:]]*\./\([A-Za-z0-9_/-]*\)[[:space:]]*$$|\1|p' go.work)
+ROOT    := $(CURDIR)
+LINTMOD := $(ROOT)/internal/lint
+# staticcheck and benchstat are pinned as tools in internal/lint/go.mod, a module
+# outside the workspace, so library modules never inherit their dependencies.
+STATICCHECK = $(shell cd $(LINTMOD) && GOWORK=off go tool -n staticcheck)
+BENCHSTAT   = $(shell cd $(LINTMOD) && GOWORK=off go tool -n benchstat)
+COUNT ?= 5
+BENCH ?= .
+
+.PHONY: test race vet staticcheck lint bench fmt-check tidy-check modules gowork-off fuzz soak run demo
+
+## test: vet, staticcheck and the race-enabled tests of every module (THE test command).
+test: lint race
+
+race:
+	@set -e; for m in $(MODULES); do echo "== test $$m"; (cd $$m && go test -race -count=1 ./...); done
+
+vet:
+	@set -e; for m in $(MODULES); do echo "== vet $$m"; (cd $$m && go vet ./...); done
+
+staticcheck:
+	@set -e; sc="$(STATICCHECK)"; for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $$sc ./...); done
+
+lint: vet staticcheck
+
+bench:
+	@set -e; for m in $(MODULES); do echo "== bench $$m"; (cd $$m && go test -run '^$$' -bench '$(BENCH)' -benchmem -count=$(COUNT) ./...); done
+
+fmt-check:
+	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+tidy-check:
+	@set -e; for m in $(MODULES) internal/lint; do \
+		(cd $$m && cp go.mod /tmp/lw.go.mod.bak && { [ -f go.sum ] && cp go.sum /tmp/lw.go.sum.bak || rm -f /tmp/lw.go.sum.bak; } && \
+		GOWORK=off go mod tidy && \
+		if ! cmp -s go.mod /tmp/lw.go.mod.bak || { [ -f /tmp/lw.go.sum.bak ] && ! cmp -s go.sum /tmp/lw.go.sum.bak; }; then \
+			echo "go mod tidy changes $$m"; cp /tmp/lw.go.mod.bak go.mod; [ -f /tmp/lw.go.sum.bak ] && cp /tmp/lw.go.sum.bak go.sum; exit 1; fi); \
+	done
+
+## gowork-off: every module builds and vets on its own, through its relative replaces.
+gowork-off:
+	@set -e; for m in $(MODULES); do echo "== GOWORK=off $$m"; (cd $$m && GOWORK=off go vet ./...); done
+
+modules:
+	@echo $(MODULES)

@@ -1,0 +1,228 @@
+package ringbuf
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// SPSC is a bounded single-producer single-consumer ring.
+//
+// Exactly one goroutine may call the producer methods (TryPush, TryPushN,
+// Reserve, Commit) and exactly one goroutine the consumer methods (TryPop,
+// TryPopN, Peek, PeekN, Advance); the two may be the same goroutine. Len and
+// Cap may be called from anywhere.
+//
+// The zero value is not usable; create rings with NewSPSC.
+type SPSC[T any] struct {
+	// Read-only after construction, shared by both sides.
+	buf  []T
+	mask uint64
+	_    [cacheLinePad - 32]byte
+
+	// Consumer-written line: head is the next ticket to read; cachedTail
+	// is the consumer's private, possibly stale, copy of tail.
+	head       atomic.Uint64
+	cachedTail uint64
+	peeked     uint64 // slots handed out by PeekN and not yet Advanced
+	_          [cacheLinePad - 24]byte
+
+	// Producer-written line: tail is the next ticket to write; cachedHead
+	// is the producer's private, possibly stale, copy of head.
+	tail       atomic.Uint64
+	cachedHead uint64
+	reserved   uint64 // slots handed out by Reserve and not yet Committed
+	_          [cacheLinePad - 24]byte
+}
+
+// NewSPSC returns an empty ring with room for capacity elements, rounded up
+// to a power of two. It returns ErrCapacity if capacity is below 1 or above
+// MaxCapacity.
+func NewSPSC[T any](capacity int) (*SPSC[T], error) {
+	c, err := roundCapacity(capacity)
+	if err != nil {
+		return nil, err
+	}
+	return &SPSC[T]{buf: make([]T, c), mask: c - 1}, nil
+}
+
+// setTickets moves an empty ring's head and tail to start; tests use it to
+// run across the 2^32 and 2^64 ticket boundaries.
+func (r *SPSC[T]) setTickets(start uint64) {
+	r.head.Store(start)
+	r.tail.Store(start)
+	r.cachedHead, r.cachedTail = start, start
+}
+
+// Cap returns the number of slots.
+func (r *SPSC[T]) Cap() int { return len(r.buf) }
+
+// Len returns the number of published, unconsumed elements. Called by a
+// third goroutine it is a snapshot that may be stale by the time it returns.
+func (r *SPSC[T]) Len() int {
+	h := r.head.Load()
+	t := r.tail.Load()
+	n := t - h // modulo 2^64; a concurrent pop may make h newer than t
+	if n > uint64(len(r.buf)) {
+		return 0
+	}
+	return int(n)
+}
+
+// free returns how many slots the producer may write at ticket t, reloading
+// head only when the cached copy says fewer than want are free.
+func (r *SPSC[T]) free(t uint64, want uint64) uint64 {
+	size := uint64(len(r.buf))
+	f := size - (t - r.cachedHead)
+	if f < want {
+		// Acquire: this load observes the consumer's release of head, so
+		// its reads of the freed slots happen before our overwrites.
+		r.cachedHead = r.head.Load()
+		f = size - (t - r.cachedHead)
+	}
+	return f
+}
+
+// TryPush appends v and reports whether there was room. Producer only.
+func (r *SPSC[T]) TryPush(v T) bool {
+	t := r.tail.Load() // own field: never written by anyone else
+	if r.free(t, 1) == 0 {
+		return false
+	}
+	r.buf[t&r.mask] = v
+	r.tail.Store(t + 1) // release: publishes the slot write above
+	return true
+}
+
+// TryPushN appends as many leading elements of src as fit and returns how
+// many it appended. The elements become visible to the consumer together.
+// Producer only.
+func (r *SPSC[T]) TryPushN(src []T) int {
+	t := r.tail.Load()
+	n := min(uint64(len(src)), r.free(t, uint64(len(src))))
+	if n == 0 {
+		return 0
+	}
+	i := t & r.mask
+	k := copy(r.buf[i:], src[:n])
+	copy(r.buf, src[k:n])
+	r.tail.Store(t + n)
+	return int(n)
+}
+
+// Reserve returns up to n contiguous free slots, starting at the tail, for
+// the producer to fill in place; it may return fewer than n (the ring is
+// nearly full, or the free space wraps) or none. The slots are not visible
+// to the consumer until Commit. A later Reserve before Commit replaces the
+// earlier reservation. Producer only.
+func (r *SPSC[T]) Reserve(n int) []T {
+	if n <= 0 {
+		r.reserved = 0
+		return nil
+	}
+	t := r.tail.Load()
+	i := t & r.mask
+	k := min(uint64(n), r.free(t, uint64(n)), uint64(len(r.buf))-i)
+	r.reserved = k
+	return r.buf[i : i+k : i+k]
+}
+
+// Commit publishes the first k slots of the last reservation. Committing more
+// than was reserved is a programming error and panics. Producer only.
+func (r *SPSC[T]) Commit(k int) {
+	if k < 0 || uint64(k) > r.reserved {
+		panic(fmt.Sprintf("ringbuf: Commit(%d) exceeds reservation of %d", k, r.reserved))
+	}
+	r.reserved = 0
+	if k > 0 {
+		r.tail.Store(r.tail.Load() + uint64(k))
+	}
+}
+
+// avail returns how many published elements the consumer may read at ticket
+// h, reloading tail only when the cached copy says fewer than want.
+func (r *SPSC[T]) avail(h uint64, want uint64) uint64 {
+	a := r.cachedTail - h
+	if a < want {
+		// Acquire: observing the producer's store of tail makes its slot
+		// writes happen before our reads.
+		r.cachedTail = r.tail.Load()
+		a = r.cachedTail - h
+	}
+	return a
+}
+
+// TryPop removes and returns the oldest element; ok is false if the ring is
+// empty. Consumer only.
+func (r *SPSC[T]) TryPop() (v T, ok bool) {
+	h := r.head.Load()
+	if r.avail(h, 1) == 0 {
+		return v, false
+	}
+	s := &r.buf[h&r.mask]
+	v = *s
+	var zero T
+	*s = zero           // drop references so the ring does not pin garbage
+	r.head.Store(h + 1) // release: our read of the slot precedes its reuse
+	return v, true
+}
+
+// TryPopN moves up to len(dst) of the oldest elements into dst and returns how
+// many it moved. Consumer only.
+func (r *SPSC[T]) TryPopN(dst []T) int {
+	h := r.head.Load()
+	n := min(uint64(len(dst)), r.avail(h, uint64(len(dst))))
+	if n == 0 {
+		return 0
+	}
+	i := h & r.mask
+	k := copy(dst[:n], r.buf[i:])
+	clear(r.buf[i : i+uint64(k)])
+	if rest := n - uint64(k); rest > 0 {
+		copy(dst[k:n], r.buf[:rest])
+		clear(r.buf[:rest])
+	}
+	r.head.Store(h + n)
+	return int(n)
+}
+
+// Peek returns a pointer to the oldest element without consuming it, or nil
+// if the ring is empty. The pointer stays valid until Advance. Consumer only.
+func (r *SPSC[T]) Peek() *T {
+	h := r.head.Load()
+	if r.avail(h, 1) == 0 {
+		return nil
+	}
+	r.peeked = 1
+	return &r.buf[h&r.mask]
+}
+
+// PeekN returns up to n of the oldest elements in place, as one contiguous
+// slice (fewer than n when fewer are published or the run wraps), without
+// consuming them. The slice stays valid until Advance. Consumer only.
+func (r *SPSC[T]) PeekN(n int) []T {
+	if n <= 0 {
+		return nil
+	}
+	h := r.head.Load()
+	i := h & r.mask
+	k := min(uint64(n), r.avail(h, uint64(n)), uint64(len(r.buf))-i)
+	r.peeked = k
+	return r.buf[i : i+k : i+k]
+}
+
+// Advance consumes the k oldest elements, which the consumer has read in
+// place through Peek or PeekN. Advancing past what was peeked is a
+// programming error and panics. Consumer only.
+func (r *SPSC[T]) Advance(k int) {
+	if k < 0 || uint64(k) > r.peeked {
+		panic(fmt.Sprintf("ringbuf: Advance(%d) exceeds the %d peeked elements", k, r.peeked))
+	}
+	r.peeked = 0
+	if k == 0 {
+		return
+	}
+	h := r.head.Load()
+	i := h & r.mask
+	clear(r.buf[i : i+uint64(k)]) // peeked runs never wrap
+	r.head.Store(h + uint64(k))
+}
