@@ -49,8 +49,8 @@ func TestMPSCBasic(t *testing.T) {
 	first, n := q.TryPopN(dst)
 	assert.Equal(t, uint64(1), first)
 	assert.Equal(t, []string{"b", "c", "d"}, dst[:n])
-	for _, s := range q.slots {
-		assert.Empty(t, s.val, "consumed slots are cleared")
+	for i := range q.slots {
+		assert.Empty(t, q.slots[i].val, "consumed slots are cleared")
 	}
 }
 
