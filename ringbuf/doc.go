@@ -19,12 +19,18 @@
 // The Go memory model makes every sync/atomic operation sequentially
 // consistent and says that if an atomic load observes the value of an atomic
 // store, the store is synchronized before the load. The rings rely only on
-// that rule: a producer writes a slot and then atomically stores the ticket
-// that publishes it; a consumer that loads that ticket therefore happens after
-// the slot write, so its plain read of the slot is race free. Symmetrically,
-// a consumer reads (and clears) a slot before atomically storing the head that
-// releases it, so a producer that loads that head may overwrite the slot.
-// docs/ringbuf.md gives the full argument per operation.
+// that rule: a producer writes a slot and then stores the ticket that
+// publishes it; a consumer that loads that ticket therefore happens after the
+// slot write, so its plain read of the slot is race free. Symmetrically, a
+// consumer reads (and clears) a slot before storing the head that releases
+// it, so a producer that loads that head may overwrite the slot.
+//
+// The publishing stores are release stores, not sequentially consistent ones
+// (see storeRelease): they order everything before them, but a later load by
+// the same goroutine may complete before the store is visible. A caller that
+// pushes and then inspects a flag another goroutine sets before polling the
+// ring (a Dekker handshake, as in parking) must put a sequentially consistent
+// atomic operation between the two. docs/ringbuf.md gives the full argument.
 package ringbuf
 
 import (

@@ -129,7 +129,7 @@ func (q *MPSC[T]) TryPush(v T) (ticket uint64, ok bool) {
 	}
 	s := &q.slots[t&q.mask]
 	s.val = v
-	s.seq.Store(t + 1) // release: publishes val
+	storeRelease(&s.seq, t+1) // release: publishes val
 	return t, true
 }
 
@@ -145,7 +145,7 @@ func (q *MPSC[T]) TryPushN(src []T) (first uint64, ok bool) {
 		tk := t + uint64(i)
 		s := &q.slots[tk&q.mask]
 		s.val = src[i]
-		s.seq.Store(tk + 1)
+		storeRelease(&s.seq, tk+1)
 	}
 	return t, true
 }
@@ -162,7 +162,7 @@ func (q *MPSC[T]) TryPop() (v T, ticket uint64, ok bool) {
 	v = s.val
 	var zero T
 	s.val = zero
-	q.head.Store(h + 1) // release: the slot may be claimed again
+	storeRelease(&q.head, h+1) // release: the slot may be claimed again
 	return v, h, true
 }
 
@@ -183,7 +183,7 @@ func (q *MPSC[T]) TryPopN(dst []T) (first uint64, n int) {
 		n++
 	}
 	if n > 0 {
-		q.head.Store(h + uint64(n))
+		storeRelease(&q.head, h+uint64(n))
 	}
 	return h, n
 }

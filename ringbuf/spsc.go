@@ -89,7 +89,7 @@ func (r *SPSC[T]) TryPush(v T) bool {
 		return false
 	}
 	r.buf[t&r.mask] = v
-	r.tail.Store(t + 1) // release: publishes the slot write above
+	storeRelease(&r.tail, t+1) // release: publishes the slot write above
 	return true
 }
 
@@ -105,7 +105,7 @@ func (r *SPSC[T]) TryPushN(src []T) int {
 	i := t & r.mask
 	k := copy(r.buf[i:], src[:n])
 	copy(r.buf, src[k:n])
-	r.tail.Store(t + n)
+	storeRelease(&r.tail, t+n)
 	return int(n)
 }
 
@@ -134,7 +134,7 @@ func (r *SPSC[T]) Commit(k int) {
 	}
 	r.reserved = 0
 	if k > 0 {
-		r.tail.Store(r.tail.Load() + uint64(k))
+		storeRelease(&r.tail, r.tail.Load()+uint64(k))
 	}
 }
 
@@ -162,7 +162,7 @@ func (r *SPSC[T]) TryPop() (v T, ok bool) {
 	v = *s
 	var zero T
 	*s = zero           // drop references so the ring does not pin garbage
-	r.head.Store(h + 1) // release: our read of the slot precedes its reuse
+	storeRelease(&r.head, h+1) // release: our read of the slot precedes its reuse
 	return v, true
 }
 
@@ -181,7 +181,7 @@ func (r *SPSC[T]) TryPopN(dst []T) int {
 		copy(dst[k:n], r.buf[:rest])
 		clear(r.buf[:rest])
 	}
-	r.head.Store(h + n)
+	storeRelease(&r.head, h+n)
 	return int(n)
 }
 
@@ -224,5 +224,5 @@ func (r *SPSC[T]) Advance(k int) {
 	h := r.head.Load()
 	i := h & r.mask
 	clear(r.buf[i : i+uint64(k)]) // peeked runs never wrap
-	r.head.Store(h + uint64(k))
+	storeRelease(&r.head, h+uint64(k))
 }

@@ -1,0 +1,10 @@
+//go:build (amd64 || arm64) && !race
+
+package ringbuf
+
+import "sync/atomic"
+
+// storeRelease stores v to *addr with release ordering. See release.go.
+//
+//go:noescape
+func storeRelease(addr *atomic.Uint64, v uint64)

@@ -1,0 +1,9 @@
+//go:build !((amd64 || arm64) && !race)
+
+package ringbuf
+
+import "sync/atomic"
+
+// storeRelease stores v to *addr; here a sequentially consistent store,
+// which is also a release store. See release.go.
+func storeRelease(addr *atomic.Uint64, v uint64) { addr.Store(v) }
