@@ -161,7 +161,7 @@ func (r *SPSC[T]) TryPop() (v T, ok bool) {
 	s := &r.buf[h&r.mask]
 	v = *s
 	var zero T
-	*s = zero           // drop references so the ring does not pin garbage
+	*s = zero                  // drop references so the ring does not pin garbage
 	storeRelease(&r.head, h+1) // release: our read of the slot precedes its reuse
 	return v, true
 }
