@@ -1,0 +1,171 @@
+package frontier
+
+import "math/bits"
+
+// This file is the frontier proper: finding the smallest lane head and
+// taking it. Both modes return the head in place; take removes it.
+
+// head returns the front message of the lane of rank s, or nil if the lane
+// is empty. The pointer is valid until take(s).
+func (m *Merger[T]) head(s int) *item[T] {
+	src := &m.srcs[s]
+	if src.spill.n > 0 {
+		return src.spill.front()
+	}
+	return src.ring.Peek()
+}
+
+// min returns the rank and head of the lane with the smallest head key, or
+// (-1, nil) if every lane is empty.
+func (m *Merger[T]) min() (int, *item[T]) {
+	if m.heapMode {
+		m.refresh()
+		if len(m.heap.e) == 0 {
+			return -1, nil
+		}
+		s := int(m.heap.e[0].src)
+		return s, m.head(s)
+	}
+	if m.spills > 0 {
+		return m.scanSpilled()
+	}
+	return m.scan()
+}
+
+// scan is min for fewer than heapThreshold lanes and no spill. A first
+// pass collects the non-empty lanes, at the cost of Len's two loads each; a
+// second compares their heads, cached in heads when the consumer has seen
+// them already (only it can change a head). Ranks are in (connID, laneID)
+// order, so the lowest-ranked lane with the smallest arrive wins ties.
+func (m *Merger[T]) scan() (int, *item[T]) {
+	var busy uint32
+	for s, r := range m.rings {
+		if r.Len() != 0 {
+			busy |= 1 << (s & (heapThreshold - 1))
+		}
+	}
+	if busy == 0 {
+		return -1, nil
+	}
+	best, ba := -1, uint64(0)
+	for b := busy; b != 0; b &= b - 1 {
+		s := bits.TrailingZeros32(b)
+		a := m.heads[s]
+		if m.known&(1<<s) == 0 {
+			a = m.rings[s].Peek().arrive // non-nil: Len saw a message, only we take them
+			m.heads[s] = a
+			m.known |= 1 << s
+		}
+		if best < 0 || a < ba {
+			best, ba = s, a
+		}
+	}
+	return best, m.rings[best].Peek()
+}
+
+// scanSpilled is scan while some lane has a spill: it reads every head
+// through head, without the cache.
+func (m *Merger[T]) scanSpilled() (int, *item[T]) {
+	best, bp := -1, (*item[T])(nil)
+	for s := range m.srcs {
+		if p := m.head(s); p != nil && (bp == nil || p.arrive < bp.arrive) {
+			best, bp = s, p
+		}
+	}
+	return best, bp
+}
+
+// take removes and returns the head of lane s, which min just returned, and
+// in heap mode puts the lane's next head, if any, in its place. It copies
+// the message out with the ring's TryPop, which clears the slot with a plain
+// store; Peek and Advance would clear it with a call.
+func (m *Merger[T]) take(s int) item[T] {
+	src := &m.srcs[s]
+	var it item[T]
+	if src.spill.n > 0 {
+		it = *src.spill.front()
+		src.spill.pop()
+		if src.spill.n == 0 {
+			m.spills--
+		}
+	} else {
+		it, _ = src.ring.TryPop()
+	}
+	if !m.heapMode {
+		m.known &^= 1 << (s & (heapThreshold - 1))
+		return it
+	}
+	// s is the heap's top. Recheck the lane now rather than waiting for a
+	// notification: a push this Peek misses leaves its bit for a later
+	// refresh (see refresh).
+	if p := m.head(s); p != nil {
+		m.heap.e[0].arrive = p.arrive
+		m.heap.down(0)
+	} else {
+		m.heap.popTop()
+		src.inHeap = false
+	}
+	return it
+}
+
+// refresh moves newly notified lanes into the heap.
+//
+// No wakeup is lost. Three facts carry the argument.
+//
+//  1. Only the consumer clears bits, and only by Swap, which returns what it
+//     cleared: the Or of a push is either observed by exactly one Swap or
+//     still set, waiting for the next refresh. (A Load that reads zero
+//     clears nothing; an Or it misses is seen by a later Load.)
+//  2. A push stores the ring's tail (a release store) and then does its Or,
+//     in program order; the Or is a sync/atomic operation, so a Swap that
+//     observes it is synchronized after it, and every ring read the
+//     consumer makes after that Swap sees the pushed message.
+//  3. A lane outside the heap whose bit is observed is read at once (below);
+//     a lane in the heap is read again after every pop of its head
+//     (take), and leaves the heap only when such a read finds it empty.
+//
+// So a pushed message is delivered: by 1, some Swap observes its Or; if the
+// lane is then outside the heap, the read that follows sees the message (2);
+// if it is inside, every later read of the lane sees the message until it
+// is popped, so the lane cannot leave the heap before that. Repeated pushes
+// may coalesce into one bit, and a bit for a lane already in the heap is
+// dropped: both are covered by 3. The argument needs no store-load fence
+// after the tail store: the Or, a locked instruction on amd64, orders it.
+func (m *Merger[T]) refresh() {
+	nt := &m.notify
+	for w := range nt.n {
+		word := nt.word(w)
+		if word.Load() == 0 { // a plain load: no cache-line ownership taken
+			continue
+		}
+		for b := word.Swap(0); b != 0; b &= b - 1 {
+			s := w*64 + bits.TrailingZeros64(b)
+			src := &m.srcs[s]
+			if src.inHeap {
+				continue
+			}
+			if p := m.head(s); p != nil {
+				src.inHeap = true
+				m.heap.push(hentry{arrive: p.arrive, src: int32(s)})
+			}
+		}
+	}
+}
+
+// rebuild forgets cached lane heads and recomputes the heap from every lane
+// after a flush changed lane heads behind their back. Bits left set are harmless: refresh drops them.
+func (m *Merger[T]) rebuild() {
+	m.known = 0
+	if !m.heapMode {
+		return
+	}
+	m.heap.e = m.heap.e[:0]
+	for s := range m.srcs {
+		src := &m.srcs[s]
+		src.inHeap = false
+		if p := m.head(s); p != nil {
+			src.inHeap = true
+			m.heap.push(hentry{arrive: p.arrive, src: int32(s)})
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package frontier
+
+// hentry is one lane head in the consumer's heap. src is the lane's rank in
+// (connID, laneID) order, so (arrive, src) is the merge key.
+type hentry struct {
+	arrive uint64
+	src    int32
+}
+
+func (a hentry) less(b hentry) bool {
+	return a.arrive < b.arrive || a.arrive == b.arrive && a.src < b.src
+}
+
+// minHeap is a binary min-heap of lane heads, typed so that no operation
+// boxes an element in an interface. Its backing array is sized when lanes
+// are registered; it holds at most one entry per lane and never grows after.
+type minHeap struct {
+	e []hentry
+}
+
+func (h *minHeap) push(x hentry) {
+	h.e = append(h.e, x) // within capacity: one entry per lane at most
+	h.up(len(h.e) - 1)
+}
+
+// popTop removes the minimum.
+func (h *minHeap) popTop() {
+	n := len(h.e) - 1
+	h.e[0] = h.e[n]
+	h.e = h.e[:n]
+	if n > 0 {
+		h.down(0)
+	}
+}
+
+func (h *minHeap) up(i int) {
+	e := h.e
+	x := e[i]
+	for i > 0 {
+		p := (i - 1) / 2
+		if !x.less(e[p]) {
+			break
+		}
+		e[i] = e[p]
+		i = p
+	}
+	e[i] = x
+}
+
+func (h *minHeap) down(i int) {
+	e := h.e
+	n := len(e)
+	x := e[i]
+	for {
+		c := 2*i + 1
+		if c >= n || c < 0 {
+			break
+		}
+		if r := c + 1; r < n && e[r].less(e[c]) {
+			c = r
+		}
+		if !e[c].less(x) {
+			break
+		}
+		e[i] = e[c]
+		i = c
+	}
+	e[i] = x
+}

@@ -1,0 +1,152 @@
+package frontier
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"sync/atomic"
+
+	"github.com/lanework/lanework/ringbuf"
+)
+
+var (
+	// ErrStarted is returned by AddLane once any lane has been pushed to:
+	// the set of lanes, and so the merge order, is fixed from then on.
+	ErrStarted = errors.New("frontier: lane registered after the first push")
+
+	// ErrDepth is returned by AddLane for a lane depth below 1 or above
+	// ringbuf.MaxCapacity. The error also matches ringbuf.ErrCapacity.
+	ErrDepth = errors.New("frontier: lane depth out of range")
+
+	// ErrCapacity is returned by NewBounded for a capacity below 1 or above
+	// ringbuf.MaxCapacity.
+	ErrCapacity = errors.New("frontier: capacity out of range")
+
+	// ErrTooManyLanes is returned by AddLane past math.MaxInt32 lanes.
+	ErrTooManyLanes = errors.New("frontier: too many lanes")
+)
+
+// A Merger is the single consumer of a set of lanes. It pops messages in
+// (arrive, connID, laneID) order among the ready lane heads; see the package
+// documentation for the exact guarantee.
+//
+// A Merger is created with New or NewBounded, gets its lanes from AddLane,
+// and is then used by one consumer goroutine while each lane is pushed to by
+// its own producer goroutine.
+type Merger[T any] struct {
+	// Consumer state, indexed by rank: the lane's position in
+	// (connID, laneID) order.
+	rings  []*ringbuf.SPSC[item[T]]
+	srcs   []source[T]
+	spills int // sources whose spill is non-empty
+
+	// Scan mode: bit s of known says heads[s] is the arrive cycle of the
+	// head of lane s, which only the consumer can change.
+	known uint32
+	heads [heapThreshold]uint64
+
+	heapMode bool
+	heap     minHeap
+	notify   notifier
+
+	bounded  bool
+	fifo     queue[T]
+	capacity int
+	budget   int    // admissions left in the current receiver cycle
+	cycle    uint64 // the current receiver cycle, set by PrepareCycle
+
+	scratch []uint64 // FlushIf's per-lane drop bitmap, sized at registration
+
+	// Registration state.
+	lanes  []*Lane[T] // by laneID
+	byRank []*Lane[T]
+
+	_       [cacheLine]byte
+	started atomic.Bool // written once by a producer
+}
+
+// source is the consumer's private view of one lane.
+type source[T any] struct {
+	ring *ringbuf.SPSC[item[T]]
+	// spill holds messages the consumer already took out of the ring but
+	// has not delivered; they precede everything still in the ring. Only
+	// FlushIf fills it (see flushLane).
+	spill  queue[T]
+	inHeap bool
+}
+
+// New returns an empty merger with no aggregate capacity limit: each lane is
+// bounded only by its own depth.
+func New[T any]() *Merger[T] { return &Merger[T]{} }
+
+// NewBounded returns an empty merger whose lanes drain into a receiver-owned
+// FIFO of the given capacity, with at most capacity admissions per receiver
+// cycle (see PrepareCycle). It returns an error matching ErrCapacity if
+// capacity is below 1 or above ringbuf.MaxCapacity.
+func NewBounded[T any](capacity int) (*Merger[T], error) {
+	if capacity < 1 || capacity > ringbuf.MaxCapacity {
+		return nil, fmt.Errorf("%w: %d (want 1..%d)", ErrCapacity, capacity, ringbuf.MaxCapacity)
+	}
+	return &Merger[T]{bounded: true, capacity: capacity, fifo: newQueue[T](capacity)}, nil
+}
+
+// AddLane registers a lane for the connection connID that holds depth
+// messages, rounded up to a power of two. Lanes with equal connection ids
+// are ordered by registration.
+//
+// It returns an error matching ErrDepth (and ringbuf.ErrCapacity) for a bad
+// depth and ErrStarted once any lane has been pushed to. AddLane must not
+// run concurrently with any other method of the merger or its lanes.
+func (m *Merger[T]) AddLane(connID uint64, depth int) (*Lane[T], error) {
+	if m.started.Load() {
+		return nil, ErrStarted
+	}
+	if len(m.lanes) >= math.MaxInt32 {
+		return nil, ErrTooManyLanes
+	}
+	r, err := ringbuf.NewSPSC[item[T]](depth)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDepth, err)
+	}
+	l := &Lane[T]{ring: r, started: &m.started, id: len(m.lanes), connID: connID}
+	m.lanes = append(m.lanes, l)
+
+	// The new lane has the largest laneID, so it goes after every lane
+	// with a connID not above its own.
+	rank := sort.Search(len(m.byRank), func(i int) bool { return m.byRank[i].connID > connID })
+	m.byRank = slices.Insert(m.byRank, rank, l)
+	m.rings = slices.Insert(m.rings, rank, r)
+	m.srcs = slices.Insert(m.srcs, rank, source[T]{ring: r})
+
+	n := len(m.lanes)
+	m.heap.e = make([]hentry, 0, n)
+	if words := (r.Cap() + 63) / 64; words > len(m.scratch) {
+		m.scratch = make([]uint64, words)
+	}
+	m.heapMode = n >= heapThreshold
+	if m.heapMode {
+		if (n+63)/64 != m.notify.n {
+			m.notify = newNotifier(n)
+		}
+		for rk, x := range m.byRank {
+			x.word, x.bit = m.notify.word(rk/64), 1<<(rk%64)
+		}
+	}
+	return l, nil
+}
+
+// Lanes returns the number of registered lanes.
+func (m *Merger[T]) Lanes() int { return len(m.lanes) }
+
+// Overflows returns the number of TryPush calls, over all lanes, that failed
+// because the lane was full. It may be called from any goroutine; while
+// producers run, the result is a snapshot.
+func (m *Merger[T]) Overflows() uint64 {
+	var n uint64
+	for _, l := range m.lanes {
+		n += l.overflows.Load()
+	}
+	return n
+}
