@@ -1,0 +1,265 @@
+package chronon
+
+import (
+	"reflect"
+
+	"github.com/lanework/lanework/ringbuf"
+)
+
+// InPort is the receiving end of connections carrying messages of type T.
+// Declare it as a field of the unit struct; the zero value is ready for
+// Simulation.Add. Only the owning unit's Tick may call its methods.
+//
+// A message is ready once its arrive cycle is at most the owner's local
+// cycle. Messages of one connection are received in send order; messages of
+// several connections in (arrive, connection id) order.
+type InPort[T any] struct {
+	u     *unitState
+	one   *conn[T] // the connection of a single-connection port
+	ring  *ringbuf.SPSC[msg[T]]
+	front []msg[T] // survivors of a selective flush, older than anything in ring
+	fhead int
+
+	merge *fanIn[T] // fan-in ports
+	conns []*conn[T]
+	name  string
+
+	// Callbacks for merge, made once at Build so calls do not allocate.
+	keepFn  func(uint64, *msg[T]) bool
+	flushFn func(uint64, *msg[T]) bool
+	keep    func(*T) bool // the current ReceiveFiltered predicate
+	fkey    func(*T) uint64
+	frange  Range
+	fall    bool // the current flush drops every covered message
+}
+
+// TryReceive returns the next ready message, if any.
+func (p *InPort[T]) TryReceive() (T, bool) {
+	// Fast path: one connection, no flush survivors, head not cancelled.
+	if k := p.one; k != nil && p.fhead == len(p.front) {
+		m := p.ring.Peek()
+		c := p.u.cycle
+		if m == nil || m.arrive > c {
+			var zero T
+			return zero, false
+		}
+		if m.epoch == k.out.epoch {
+			// TryPop rather than Advance: it clears one slot inline instead
+			// of calling memclr for a range.
+			popped, _ := p.ring.TryPop()
+			k.credit(c)
+			return popped.v, true
+		}
+	}
+	return p.receive(nil)
+}
+
+// ReceiveFiltered returns the next ready message for which keep returns
+// true. Ready messages that keep rejects are consumed for good (and free
+// their capacity). keep runs on the receiver; it must not retain v.
+func (p *InPort[T]) ReceiveFiltered(keep func(v *T) bool) (T, bool) {
+	return p.receive(keep)
+}
+
+// Ready reports whether a message is ready. It may report true for a
+// message that a pending cancel will discard.
+func (p *InPort[T]) Ready() bool {
+	c := p.u.cycle
+	switch {
+	case p.one != nil:
+		if p.fhead < len(p.front) {
+			return p.front[p.fhead].arrive <= c
+		}
+		h := p.ring.Peek()
+		return h != nil && h.arrive <= c
+	case p.merge != nil:
+		return !p.drained() && p.merge.HasReady(c)
+	}
+	return false
+}
+
+func (p *InPort[T]) receive(keep func(*T) bool) (T, bool) {
+	var zero T
+	c := p.u.cycle
+	k := p.one
+	if k == nil {
+		if p.merge == nil {
+			return zero, false
+		}
+		if p.drained() {
+			return zero, false
+		}
+		if keep == nil { // plain pops, checking cancellation afterwards
+			for {
+				m, _, ok := p.merge.TryPop(c)
+				if !ok {
+					return zero, false
+				}
+				k := p.conns[m.lane]
+				k.credit(c)
+				if m.epoch == k.out.epoch || !k.stale(m.epoch, c) {
+					return m.v, true
+				}
+			}
+		}
+		p.keep = keep
+		m, _, ok := p.merge.PopFiltered(c, p.keepFn)
+		p.keep = nil
+		return m.v, ok
+	}
+	for p.fhead < len(p.front) {
+		m := &p.front[p.fhead]
+		if m.arrive > c {
+			return zero, false
+		}
+		ok := !k.stale(m.epoch, c) && (keep == nil || keep(&m.v))
+		v := m.v
+		*m = msg[T]{}
+		p.fhead++
+		if p.fhead == len(p.front) {
+			p.front, p.fhead = p.front[:0], 0
+		}
+		k.credit(c)
+		if ok {
+			return v, true
+		}
+	}
+	for {
+		m := p.ring.Peek()
+		if m == nil || m.arrive > c {
+			return zero, false
+		}
+		ok := !k.stale(m.epoch, c) && (keep == nil || keep(&m.v))
+		v := m.v
+		p.ring.Advance(1)
+		k.credit(c)
+		if ok {
+			return v, true
+		}
+	}
+}
+
+// drained reports whether every message pushed to the port has been
+// consumed, from the connections' ledgers: a few loads instead of a scan of
+// the merge's lanes. It reads producer-owned push counts, which the
+// sequential engine may; a parallel engine must publish them or skip this.
+func (p *InPort[T]) drained() bool {
+	for _, k := range p.conns {
+		if k.pushes != k.pops {
+			return false
+		}
+	}
+	return true
+}
+
+// keepMerged is the merge filter: it credits every consumed message and
+// applies cancellation and the caller's predicate.
+func (p *InPort[T]) keepMerged(_ uint64, m *msg[T]) bool {
+	c := p.u.cycle
+	k := p.conns[m.lane]
+	k.credit(c)
+	return !k.stale(m.epoch, c) && (p.keep == nil || p.keep(&m.v))
+}
+
+// Flush discards every message sent to the port in earlier cycles (and, on
+// a zero-delay connection, in this cycle), ready or still in flight, and
+// returns how many it discarded. Messages sent in this cycle on a delayed
+// connection are kept whether or not their sender has ticked yet.
+func (p *InPort[T]) Flush() int {
+	p.fall = true
+	n := p.flush()
+	p.fall = false
+	return n
+}
+
+// FlushKeys is Flush restricted to messages whose key lies in r: it
+// discards the covered messages v with r.Contains(key(&v)) and keeps the
+// others in order.
+func (p *InPort[T]) FlushKeys(key func(v *T) uint64, r Range) int {
+	p.fkey, p.frange = key, r
+	n := p.flush()
+	p.fkey = nil
+	return n
+}
+
+func (p *InPort[T]) dropped(m *msg[T]) bool {
+	return p.fall || p.frange.Contains(p.fkey(&m.v))
+}
+
+func (p *InPort[T]) flush() int {
+	c := p.u.cycle
+	k := p.one
+	if k == nil {
+		if p.merge == nil || p.drained() {
+			return 0
+		}
+		return p.merge.FlushIf(p.flushFn)
+	}
+	n := 0
+	// Compact the front in place; it is entirely covered.
+	w := p.fhead
+	for i := p.fhead; i < len(p.front); i++ {
+		if p.dropped(&p.front[i]) {
+			k.credit(c)
+			n++
+			continue
+		}
+		p.front[w] = p.front[i]
+		w++
+	}
+	clear(p.front[w:])
+	p.front = p.front[:w]
+	// Move the covered prefix of the ring: drop matches, keep the rest in
+	// the front (the ring's consumer cannot remove from its middle).
+	lim := k.limit(c)
+	for {
+		m := p.ring.Peek()
+		if m == nil || m.arrive > lim {
+			break
+		}
+		if p.dropped(m) {
+			k.credit(c)
+			n++
+		} else {
+			if p.front == nil {
+				p.front = make([]msg[T], 0, p.ring.Cap())
+			}
+			p.front = append(p.front, *m)
+		}
+		p.ring.Advance(1)
+	}
+	if p.fhead == len(p.front) {
+		p.front, p.fhead = p.front[:0], 0
+	}
+	return n
+}
+
+// flushMerged is the merge's flush predicate.
+func (p *InPort[T]) flushMerged(arrive uint64, m *msg[T]) bool {
+	c := p.u.cycle
+	k := p.conns[m.lane]
+	if arrive > k.limit(c) || !p.dropped(m) {
+		return false
+	}
+	k.credit(c)
+	return true
+}
+
+// Name returns the port's full name, "unit.port".
+func (p *InPort[T]) Name() string { return portName(p.u, p.name) }
+
+// inPortAny is the untyped view of an InPort used while building.
+type inPortAny interface {
+	bind(u *unitState, name string)
+	unit() *unitState
+	fullName() string
+	localName() string
+	elem() reflect.Type
+	build() error
+}
+
+func (p *InPort[T]) bind(u *unitState, name string) { p.u, p.name = u, name }
+func (p *InPort[T]) unit() *unitState               { return p.u }
+func (p *InPort[T]) fullName() string               { return p.Name() }
+func (p *InPort[T]) localName() string              { return p.name }
+func (p *InPort[T]) elem() reflect.Type             { return reflect.TypeFor[T]() }

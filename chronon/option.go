@@ -1,0 +1,50 @@
+package chronon
+
+// Unlimited, passed to Capacity or Rate, removes that limit.
+const Unlimited = 0
+
+// Option configures a connection made by Connect.
+type Option func(*connConfig)
+
+type connConfig struct {
+	delay    int
+	capacity int
+	rate     int
+	src      string // "file:line" of a YAML declaration, for errors
+}
+
+func defaultConfig() connConfig { return connConfig{delay: 1, capacity: Unlimited, rate: 1} }
+
+// Delay sets the registered delay in cycles: a message sent in cycle c
+// arrives in cycle c+n. The default is 1. Delay(0) delivers in the same cycle
+// and is allowed only on acyclic paths.
+func Delay(n int) Option { return func(c *connConfig) { c.delay = n } }
+
+// Capacity sets the architectural buffer depth of the connection: the most
+// messages sent and not yet consumed (credited from the cycle after
+// consumption). The default is Unlimited, which disables admission control;
+// such an edge still has bounded physical storage (UnboundedDepth) whose
+// overflow fails the run.
+func Capacity(n int) Option { return func(c *connConfig) { c.capacity = n } }
+
+// Rate sets the wire bandwidth: the most messages the connection accepts per
+// producer cycle. The default is 1; Unlimited removes the limit.
+func Rate(n int) Option { return func(c *connConfig) { c.rate = n } }
+
+// UnboundedDepth is the physical lane depth of a connection without a
+// capacity. Exceeding it is reported as ErrOverflow.
+const UnboundedDepth = 4096
+
+func (c connConfig) validate() error {
+	switch {
+	case c.delay < 0:
+		return topoErr("delay %d is negative", c.delay)
+	case c.capacity < 0:
+		return topoErr("capacity %d is negative (use 0 for unlimited)", c.capacity)
+	case c.rate < 0:
+		return topoErr("rate %d is negative (use 0 for unlimited)", c.rate)
+	case c.capacity > 1<<24:
+		return topoErr("capacity %d exceeds %d", c.capacity, 1<<24)
+	}
+	return nil
+}

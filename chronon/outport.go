@@ -1,0 +1,100 @@
+package chronon
+
+import "reflect"
+
+// cancelHistory is how many recent CancelInFlight cycles an OutPort keeps.
+// Cancels older than that are treated as visible to every receiver.
+const cancelHistory = 16
+
+// OutPort is the sending end of a unit's connections for messages of type T.
+// Declare it as a field of the unit struct; the zero value is ready for
+// Simulation.Add. Only the owning unit's Tick may call its methods.
+type OutPort[T any] struct {
+	u        *unitState
+	name     string
+	conns    []*conn[T]
+	epoch    uint32
+	cancelAt [cancelHistory]uint64 // cycle of cancel #e at index e%cancelHistory
+}
+
+// CanSend reports whether Send would succeed now: every connection has a
+// rate slot left in this cycle and room by its admission snapshot. It
+// changes nothing.
+func (p *OutPort[T]) CanSend() bool {
+	c := p.u.cycle
+	for _, k := range p.conns {
+		if !k.admits(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// Send sends v on every connection of the port and reports whether it was
+// sent. Fanout is all or none: if any connection is out of rate or room,
+// nothing is sent and no rate slot is used. An unconnected port accepts and
+// discards v.
+func (p *OutPort[T]) Send(v T) bool {
+	c := p.u.cycle
+	if len(p.conns) == 1 { // the common case, without the second loop
+		k := p.conns[0]
+		if !k.admits(c) {
+			return false
+		}
+		k.push(c, p.epoch, v)
+		return true
+	}
+	for _, k := range p.conns {
+		if !k.admits(c) {
+			return false
+		}
+	}
+	for _, k := range p.conns {
+		k.push(c, p.epoch, v)
+	}
+	return true
+}
+
+// CancelInFlight cancels every message sent on the port so far. The cancel
+// travels like a message: on a connection with delay d, a cancel in cycle x
+// makes the receiver discard, from cycle x+d on, every earlier message it
+// has not yet taken. The discards free capacity when the receiver reaches
+// them.
+func (p *OutPort[T]) CancelInFlight() {
+	p.cancelAt[p.epoch%cancelHistory] = p.u.cycle
+	p.epoch++
+}
+
+// Name returns the port's full name, "unit.port".
+func (p *OutPort[T]) Name() string { return portName(p.u, p.name) }
+
+// outPortAny is the untyped view of an OutPort used while building.
+type outPortAny interface {
+	bind(u *unitState, name string)
+	unit() *unitState
+	fullName() string
+	localName() string
+	elem() reflect.Type
+	connectAny(in inPortAny, cfg connConfig) (*edge, error)
+}
+
+func (p *OutPort[T]) bind(u *unitState, name string) { p.u, p.name = u, name }
+func (p *OutPort[T]) unit() *unitState               { return p.u }
+func (p *OutPort[T]) fullName() string               { return p.Name() }
+func (p *OutPort[T]) localName() string              { return p.name }
+func (p *OutPort[T]) elem() reflect.Type             { return reflect.TypeFor[T]() }
+
+func (p *OutPort[T]) connectAny(in inPortAny, cfg connConfig) (*edge, error) {
+	ip, ok := in.(*InPort[T])
+	if !ok {
+		return nil, topoErr("cannot connect %s (%v) to %s (%v): message types differ", p.Name(), p.elem(), in.fullName(), in.elem())
+	}
+	return connect(p, ip, cfg)
+}
+
+func portName(u *unitState, name string) string {
+	if u == nil {
+		return "(unbound)." + name
+	}
+	return u.name + "." + name
+}

@@ -1,0 +1,206 @@
+package chronon
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Simulation is a model under construction or being run. Add units, connect
+// their ports, Build, then Run. A Simulation is driven by one goroutine.
+type Simulation struct {
+	units  []*unitState
+	byName map[string]*unitState
+	edges  []*edge
+	ins    []inPortAny
+	built  bool
+	plan   plan
+	order  []*unitState
+
+	cycle   uint64
+	halt    bool // stop at the end of the current cycle
+	term    *Termination
+	termVal Termination
+	fault   error
+	cur     *unitState // the unit being ticked, for panic reports
+
+	obs observer
+}
+
+// edge is the untyped record of a connection, for validation and planning.
+type edge struct {
+	id       uint64
+	from, to *unitState
+	name     string // "unit.port -> unit.port"
+	delay    uint64
+	src      string // "file:line" when declared in YAML
+}
+
+func (e *edge) String() string {
+	if e.src != "" {
+		return fmt.Sprintf("%s (delay %d, %s)", e.name, e.delay, e.src)
+	}
+	return fmt.Sprintf("%s (delay %d)", e.name, e.delay)
+}
+
+// New returns an empty simulation.
+func New() *Simulation {
+	return &Simulation{byName: make(map[string]*unitState), obs: observer{next: none}}
+}
+
+// Add adds u under name. It binds u's embedded Base and finds its ports
+// and counters: fields of type OutPort, InPort or Counter (exported or not),
+// arrays of them, and those of embedded structs. A field is named after the
+// struct field, or by a `chronon:"name"` tag; the tag "-" hides it. Array
+// elements are named "field[i]".
+func (s *Simulation) Add(name string, u Unit) error {
+	if s.built {
+		return ErrBuilt
+	}
+	if name == "" || strings.ContainsAny(name, ". \t\n") {
+		return topoErr("invalid unit name %q (want a non-empty name without dots or spaces)", name)
+	}
+	if _, dup := s.byName[name]; dup {
+		return topoErr("duplicate unit name %q", name)
+	}
+	us := &unitState{sim: s, name: name, index: len(s.units), unit: u}
+	if err := discover(us, u); err != nil {
+		return err
+	}
+	if b, ok := u.(baser); ok {
+		b.chrononBase().u = us
+	}
+	s.units = append(s.units, us)
+	s.byName[name] = us
+	s.ins = append(s.ins, us.ins...)
+	return nil
+}
+
+// Connect connects out to in with the given options (by default Delay(1),
+// Capacity(Unlimited), Rate(1)). Both ports must belong to units added to
+// the same simulation, before Build. Connecting one OutPort several times
+// makes a fanout; connecting one InPort several times makes a fan-in.
+func Connect[T any](out *OutPort[T], in *InPort[T], opts ...Option) error {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	_, err := connect(out, in, cfg)
+	return err
+}
+
+func connect[T any](out *OutPort[T], in *InPort[T], cfg connConfig) (*edge, error) {
+	if out.u == nil || in.u == nil {
+		return nil, topoErr("connect %s -> %s: port of a unit not added to a simulation", out.Name(), in.Name())
+	}
+	s := out.u.sim
+	if in.u.sim != s {
+		return nil, topoErr("connect %s -> %s: ports belong to different simulations", out.Name(), in.Name())
+	}
+	if s.built {
+		return nil, ErrBuilt
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("connect %s -> %s: %w", out.Name(), in.Name(), err)
+	}
+	name := out.Name() + " -> " + in.Name()
+	k := &conn[T]{
+		id: uint64(len(s.edges)), name: name, out: out, in: in,
+		delay: uint64(cfg.delay), capacity: uint64(cfg.capacity), rate: uint64(cfg.rate),
+		dff:       cfg.delay == 1 && cfg.capacity == 1 && cfg.rate == 1,
+		lane:      uint32(len(in.conns)),
+		pushCycle: none, popCycle: none,
+	}
+	out.conns = append(out.conns, k)
+	in.conns = append(in.conns, k)
+	e := &edge{id: k.id, from: out.u, to: in.u, name: name, delay: k.delay, src: cfg.src}
+	s.edges = append(s.edges, e)
+	return e, nil
+}
+
+// Build validates the topology, orders the units, allocates every lane and
+// calls the units' Init hooks. It rejects zero-delay cycles with a
+// *CycleError.
+func (s *Simulation) Build() (err error) {
+	if s.built {
+		return ErrBuilt
+	}
+	p, err := newPlan(len(s.units), s.edges)
+	if err != nil {
+		return err
+	}
+	s.plan = p
+	s.order = make([]*unitState, len(p.order))
+	for i, ui := range p.order {
+		s.order[i] = s.units[ui]
+	}
+	for _, in := range s.ins {
+		if err := in.build(); err != nil {
+			return fmt.Errorf("build %s: %w", in.fullName(), err)
+		}
+	}
+	defer s.recoverUnit(&err)
+	for _, u := range s.order {
+		if i, ok := u.unit.(Initer); ok {
+			s.cur = u
+			if err := i.Init(); err != nil {
+				return fmt.Errorf("chronon: init %s: %w", u.name, err)
+			}
+		}
+	}
+	s.cur = nil
+	s.built = true
+	return nil
+}
+
+// Cycle returns the next cycle the simulation will run (the number of
+// cycles run so far).
+func (s *Simulation) Cycle() uint64 { return s.cycle }
+
+// Termination returns the first termination request, if a unit made one.
+func (s *Simulation) Termination() (Termination, bool) {
+	if s.term == nil {
+		return Termination{}, false
+	}
+	return *s.term, true
+}
+
+// Units returns the unit names in the order they were added.
+func (s *Simulation) Units() []string {
+	names := make([]string, len(s.units))
+	for i, u := range s.units {
+		names[i] = u.name
+	}
+	return names
+}
+
+// Connections returns the number of connections.
+func (s *Simulation) Connections() int { return len(s.edges) }
+
+func (s *Simulation) overflow(conn string, c uint64) {
+	if s.fault == nil {
+		s.fault = &OverflowError{Conn: conn, Cycle: c}
+	}
+	s.halt = true
+}
+
+// recoverUnit turns a panic in a unit into a *UnitError.
+func (s *Simulation) recoverUnit(err *error) {
+	if r := recover(); r != nil {
+		name := "?"
+		if s.cur != nil {
+			name = s.cur.name
+		}
+		*err = &UnitError{Unit: name, Cycle: s.cycle, Value: r}
+		s.fault = *err
+		s.halt = true
+	}
+}
+
+// Unit returns the unit added under name.
+func (s *Simulation) Unit(name string) (Unit, bool) {
+	u, ok := s.byName[name]
+	if !ok {
+		return nil, false
+	}
+	return u.unit, true
+}

@@ -1,0 +1,348 @@
+package chronon
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the simulation section of a topology file.
+type Config struct {
+	Cycles       uint64 // cycles to run; 0 means until a unit terminates
+	Workers      int    // worker goroutines; 1 (the default) is sequential
+	MaxLookahead uint64 // bound on how far a worker may run ahead; 0 is no bound
+}
+
+// TopologyError is an error in a topology file, with its position.
+type TopologyError struct {
+	File string
+	Line int // 0 if unknown
+	Err  error
+}
+
+// Error returns "file:line: message".
+func (e *TopologyError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.File, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *TopologyError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrTopology) true.
+func (e *TopologyError) Is(target error) bool { return target == ErrTopology }
+
+// Load reads the topology file at path, builds its units with reg, and
+// returns the built simulation and the file's simulation section.
+func Load(path string, reg *Registry) (*Simulation, Config, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, Config{}, fmt.Errorf("chronon: %w", err)
+	}
+	return Parse(path, src, reg)
+}
+
+// Parse is Load for a file already in memory; name is used in errors.
+//
+// The file has three sections:
+//
+//	simulation:            # optional
+//	  cycles: 1000000
+//	  workers: 1
+//	  max_lookahead: 0
+//	units:
+//	  - name: fetch
+//	    type: cpu.fetch    # a type registered in reg
+//	    params: {width: 4} # decoded into the type's params struct
+//	connections:
+//	  - from: fetch.out
+//	    to: decode.in      # or a list, for a fanout
+//	    delay: 1           # default 1
+//	    capacity: 8        # default 0, unlimited
+//	    rate: 4            # default 1; 0 is unlimited
+func Parse(name string, src []byte, reg *Registry) (*Simulation, Config, error) {
+	l := &loader{file: name, reg: reg, sim: New(), cfg: Config{Workers: 1}}
+	if err := l.load(src); err != nil {
+		return nil, Config{}, l.wrap(err)
+	}
+	return l.sim, l.cfg, nil
+}
+
+type loader struct {
+	file string
+	reg  *Registry
+	sim  *Simulation
+	cfg  Config
+}
+
+// yamlLine matches the "line N: " prefix of go-yaml's messages.
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
+
+func (l *loader) wrap(err error) error {
+	var te *TopologyError
+	if errors.As(err, &te) {
+		return err
+	}
+	var le *lineError
+	if errors.As(err, &le) {
+		return &TopologyError{File: l.file, Line: le.line, Err: le.err}
+	}
+	var ye *yaml.TypeError
+	if errors.As(err, &ye) && len(ye.Errors) > 0 {
+		if m := yamlLine.FindStringSubmatch(ye.Errors[0]); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return &TopologyError{File: l.file, Line: n, Err: errors.New(ye.Errors[0][len(m[0]):])}
+		}
+	}
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return &TopologyError{File: l.file, Line: n, Err: errors.New(err.Error()[len(m[0]):])}
+	}
+	return &TopologyError{File: l.file, Err: err}
+}
+
+func at(n *yaml.Node, format string, args ...any) error {
+	return &lineError{line: n.Line, err: fmt.Errorf(format, args...)}
+}
+
+func (l *loader) load(src []byte) error {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	if err := dec.Decode(&doc); err != nil {
+		return err
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return errors.New("topology must be a mapping with units and connections")
+	}
+	root := doc.Content[0]
+	var units, conns *yaml.Node
+	for i := 0; i < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		switch k.Value {
+		case "simulation":
+			if err := l.simulation(v); err != nil {
+				return err
+			}
+		case "units":
+			units = v
+		case "connections":
+			conns = v
+		default:
+			return at(k, "unknown section %q (want simulation, units, connections)", k.Value)
+		}
+	}
+	if units == nil {
+		return errors.New("no units section")
+	}
+	if err := l.units(units); err != nil {
+		return err
+	}
+	if conns != nil {
+		if err := l.connections(conns); err != nil {
+			return err
+		}
+	}
+	if err := l.sim.Build(); err != nil {
+		return err // a CycleError names each edge with its file:line
+	}
+	return nil
+}
+
+func (l *loader) simulation(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return at(n, "simulation must be a mapping")
+	}
+	for i := 0; i < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		var err error
+		switch k.Value {
+		case "cycles":
+			err = v.Decode(&l.cfg.Cycles)
+		case "workers":
+			if err = v.Decode(&l.cfg.Workers); err == nil && l.cfg.Workers < 1 {
+				return at(v, "workers must be at least 1, not %d", l.cfg.Workers)
+			}
+		case "max_lookahead":
+			err = v.Decode(&l.cfg.MaxLookahead)
+		default:
+			return at(k, "unknown simulation key %q (want cycles, workers, max_lookahead)", k.Value)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *loader) units(n *yaml.Node) error {
+	if n.Kind != yaml.SequenceNode {
+		return at(n, "units must be a list")
+	}
+	for _, u := range n.Content {
+		if u.Kind != yaml.MappingNode {
+			return at(u, "a unit must be a mapping with name, type and params")
+		}
+		var name, typ, params *yaml.Node
+		for i := 0; i < len(u.Content); i += 2 {
+			k, v := u.Content[i], u.Content[i+1]
+			switch k.Value {
+			case "name":
+				name = v
+			case "type":
+				typ = v
+			case "params":
+				params = v
+			default:
+				return at(k, "unknown unit key %q (want name, type, params)", k.Value)
+			}
+		}
+		if name == nil || name.Value == "" {
+			return at(u, "unit without a name")
+		}
+		if typ == nil {
+			return at(u, "unit %q has no type", name.Value)
+		}
+		ut, ok := l.reg.types[typ.Value]
+		if !ok {
+			return at(typ, "unknown unit type %q (registered: %s)", typ.Value, strings.Join(l.reg.Types(), ", "))
+		}
+		unit, err := ut.make(name.Value, params)
+		if err != nil {
+			var le *lineError
+			var ye *yaml.TypeError
+			if errors.As(err, &le) || errors.As(err, &ye) {
+				return err
+			}
+			return at(u, "unit %q: %v", name.Value, err)
+		}
+		if err := l.sim.Add(name.Value, unit); err != nil {
+			return at(name, "%v", err)
+		}
+	}
+	return nil
+}
+
+func (l *loader) connections(n *yaml.Node) error {
+	if n.Kind != yaml.SequenceNode {
+		return at(n, "connections must be a list")
+	}
+	for _, c := range n.Content {
+		if c.Kind != yaml.MappingNode {
+			return at(c, "a connection must be a mapping with from and to")
+		}
+		cfg := defaultConfig()
+		cfg.src = l.file + ":" + strconv.Itoa(c.Line)
+		var from *yaml.Node
+		var to []*yaml.Node
+		for i := 0; i < len(c.Content); i += 2 {
+			k, v := c.Content[i], c.Content[i+1]
+			var err error
+			switch k.Value {
+			case "from":
+				from = v
+			case "to":
+				switch v.Kind {
+				case yaml.ScalarNode:
+					to = []*yaml.Node{v}
+				case yaml.SequenceNode:
+					to = v.Content
+				default:
+					return at(v, "to must be a port or a list of ports")
+				}
+			case "delay":
+				err = v.Decode(&cfg.delay)
+			case "capacity":
+				err = v.Decode(&cfg.capacity)
+			case "rate":
+				err = v.Decode(&cfg.rate)
+			default:
+				return at(k, "unknown connection key %q (want from, to, delay, capacity, rate)", k.Value)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if from == nil || len(to) == 0 {
+			return at(c, "connection needs from and to")
+		}
+		if err := cfg.validate(); err != nil {
+			return at(c, "%v", err)
+		}
+		out, err := l.outPort(from)
+		if err != nil {
+			return err
+		}
+		for _, t := range to {
+			in, err := l.inPort(t)
+			if err != nil {
+				return err
+			}
+			if _, err := out.connectAny(in, cfg); err != nil {
+				return at(t, "%v", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (l *loader) unitOf(n *yaml.Node) (*unitState, string, error) {
+	if n.Kind != yaml.ScalarNode {
+		return nil, "", at(n, "a port is written unit.port")
+	}
+	u, p, ok := strings.Cut(n.Value, ".")
+	if !ok || u == "" || p == "" {
+		return nil, "", at(n, "port %q is not written unit.port", n.Value)
+	}
+	us, ok := l.sim.byName[u]
+	if !ok {
+		return nil, "", at(n, "unknown unit %q in %q", u, n.Value)
+	}
+	return us, p, nil
+}
+
+func (l *loader) outPort(n *yaml.Node) (outPortAny, error) {
+	us, name, err := l.unitOf(n)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, p := range us.outs {
+		if p.localName() == name {
+			return p, nil
+		}
+		names = append(names, p.localName())
+	}
+	return nil, at(n, "unit %q has no output port %q (outputs: %s)", us.name, name, list(names))
+}
+
+func (l *loader) inPort(n *yaml.Node) (inPortAny, error) {
+	us, name, err := l.unitOf(n)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, p := range us.ins {
+		if p.localName() == name {
+			return p, nil
+		}
+		names = append(names, p.localName())
+	}
+	return nil, at(n, "unit %q has no input port %q (inputs: %s)", us.name, name, list(names))
+}
+
+func list(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
