@@ -1,0 +1,216 @@
+package pressure
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// cacheLine is the padding unit: two 64-byte lines, because adjacent-line
+// prefetching makes neighbouring lines contend on common x86 parts.
+const cacheLine = 128
+
+// Manager.state packs, so that every hot-path call learns all of it with one
+// load: the Level in the low bits, the closed bit at the top, and between
+// them a generation counted up by every rise to High. A stage's streak clock
+// watches the generation, so a rise followed by another stage's lowering
+// between two of its clock reads still restarts it (no ABA on the level).
+const (
+	levelMask = 3
+	genOne    = 1 << 2
+	genMask   = 1<<31 - genOne
+	closedBit = 1 << 31
+)
+
+// isHigh reports whether st is an open manager's state at level High.
+func isHigh(st uint32) bool { return st&(closedBit|levelMask) == uint32(High) }
+
+// ErrClosed is returned by Register after Close.
+var ErrClosed = errors.New("pressure: manager closed")
+
+// Manager owns the pressure level of one pipeline and decides, for every
+// registered stage that finds no work, whether it spins, yields or parks.
+// Its methods are safe for concurrent use.
+type Manager struct {
+	_ [cacheLine]byte
+	// Read-mostly line: state is loaded by every OnWork, OnEmpty and Wake
+	// and written only when the level changes; the rest is written by
+	// Register and Close alone.
+	state    atomic.Uint32
+	procs    atomic.Int32             // cached GOMAXPROCS, refreshed off the hot path
+	stages   atomic.Pointer[[]*Stage] // copy-on-write list of registered stages
+	nstages  atomic.Int32             // len(*stages)
+	p        params
+	strategy WaitStrategy
+	clock    func() int64 // nanotime; replaced in tests
+	_        [cacheLine]byte
+	// spinners counts stages holding a spin slot, parked the stages parked;
+	// both are written only when a stage that has been empty for a while
+	// takes or leaves a slot, or parks or wakes.
+	spinners atomic.Int32
+	parked   atomic.Int32
+	_        [cacheLine - 8]byte
+	mu       sync.Mutex // serialises Register and Close
+}
+
+// Stats is a snapshot of a Manager's counters for metrics.
+type Stats struct {
+	Parks    uint64 // times a stage parked
+	Unparks  uint64 // times a parked stage was woken (a stale token counts too)
+	Yields   uint64 // times a stage yielded its P (runtime.Gosched)
+	Level    Level  // current pressure level
+	Stages   int    // registered stages
+	Spinning int    // stages holding a spin slot right now
+	Closed   bool   // whether Close has been called
+}
+
+// New returns a Manager for one pipeline, waiting with strategy s (an
+// undefined strategy is taken as Balanced). The level starts at Idle, so
+// stages that find nothing before the first work park (unless s is
+// LowLatency).
+func New(s WaitStrategy) *Manager {
+	if int(s) >= len(strategyParams) {
+		s = Balanced
+	}
+	m := &Manager{p: s.params(), strategy: s, clock: nanotime}
+	m.procs.Store(int32(runtime.GOMAXPROCS(0)))
+	m.stages.Store(new([]*Stage))
+	return m
+}
+
+// Register returns the handle of a new stage named name. The handle belongs
+// to one goroutine, which must register before its first OnEmpty; stages may
+// register at any time, also after work has started. Register returns
+// ErrClosed after Close.
+func (m *Manager) Register(name string) (*Stage, error) {
+	s := &Stage{m: m, name: name, wake: make(chan struct{}, 1)}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.state.Load()&closedBit != 0 {
+		return nil, ErrClosed
+	}
+	old := *m.stages.Load()
+	list := make([]*Stage, len(old), len(old)+1)
+	copy(list, old)
+	list = append(list, s)
+	m.stages.Store(&list)
+	m.nstages.Store(int32(len(list)))
+	m.refreshProcs()
+	return s, nil
+}
+
+// Wake tells the manager that work has been, or is about to be, made visible
+// to a registered stage by a goroutine other than that stage. It moves the
+// level to High and, if the level was Idle, unparks every parked stage.
+//
+// Call Wake after publishing work (required: a stage may be parked), and at an
+// entry point also before (so parked stages wake while the item is on its
+// way). When the level is already High, Wake is a fence on a private word and
+// a single atomic load: it writes no shared cache line.
+func (m *Manager) Wake() {
+	fence() // the caller's publication precedes our load of the level
+	if isHigh(m.state.Load()) {
+		return
+	}
+	m.raise()
+}
+
+// raise moves the level to High. The goroutine whose compare-and-swap takes
+// the level out of Idle sends every stage a wake token (see the package
+// comment for why this loses no wakeup).
+func (m *Manager) raise() {
+	for {
+		old := m.state.Load()
+		if old&closedBit != 0 || isHigh(old) {
+			return
+		}
+		if m.state.CompareAndSwap(old, (old+genOne)&genMask|uint32(High)) {
+			if Level(old&levelMask) == Idle {
+				m.unparkAll()
+			}
+			return
+		}
+	}
+}
+
+// lower moves the level one step down from state st (at Low or High),
+// unless the state changed since st was loaded.
+func (m *Manager) lower(st uint32) bool {
+	return m.state.CompareAndSwap(st, st-1)
+}
+
+// unparkAll gives every stage its wake token, in reverse registration order:
+// the runtime runs the goroutine readied last first on the waker's P, and the
+// first stage registered is usually the one the entry point feeds.
+func (m *Manager) unparkAll() {
+	stages := *m.stages.Load()
+	for i := len(stages) - 1; i >= 0; i-- {
+		stages[i].unpark()
+	}
+}
+
+// Close marks the manager closed and unparks every stage. From then on every
+// OnEmpty returns false at once, and Register fails with ErrClosed. Close is
+// idempotent.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for {
+		old := m.state.Load()
+		if old&closedBit != 0 {
+			return
+		}
+		if m.state.CompareAndSwap(old, old|closedBit) {
+			break
+		}
+	}
+	// A stage that loaded the state before the closed bit and is about to
+	// park finds this token and returns; one that loads it later sees the bit.
+	m.unparkAll()
+}
+
+// Level returns the current pressure level.
+func (m *Manager) Level() Level { return Level(m.state.Load() & levelMask) }
+
+// Strategy returns the wait strategy the manager was created with.
+func (m *Manager) Strategy() WaitStrategy { return m.strategy }
+
+// Stats returns a snapshot of the manager's counters. Counters are summed
+// over stages without stopping them, so a snapshot taken under load is only
+// approximately consistent.
+func (m *Manager) Stats() Stats {
+	st := m.state.Load()
+	stages := *m.stages.Load()
+	out := Stats{
+		Level:    Level(st & levelMask),
+		Closed:   st&closedBit != 0,
+		Stages:   len(stages),
+		Spinning: int(m.spinners.Load()),
+	}
+	for _, s := range stages {
+		out.Parks += s.parks.Load()
+		out.Unparks += s.unparks.Load()
+		out.Yields += s.yields.Load()
+	}
+	return out
+}
+
+// spinLimit is the number of spin slots: GOMAXPROCS-1, so that one P is
+// always left for the goroutine that holds the work, less one for every
+// unparked stage beyond GOMAXPROCS, since those are runnable goroutines that
+// would queue behind a spinner. With more stages than Ps, nobody spins past
+// the free-spin phase.
+func (m *Manager) spinLimit(procs int32) int32 {
+	active := m.nstages.Load() - m.parked.Load()
+	return procs - 1 - max(0, active-procs)
+}
+
+// refreshProcs re-reads GOMAXPROCS, which takes a runtime lock: it is called
+// on registration and after a park only, never on the hot path.
+func (m *Manager) refreshProcs() {
+	n := int32(runtime.GOMAXPROCS(0))
+	if m.procs.Load() != n {
+		m.procs.Store(n)
+	}
+}

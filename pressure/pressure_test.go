@@ -1,0 +1,340 @@
+package pressure
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var strategies = []WaitStrategy{LowLatency, Balanced, LowCPU}
+
+func TestParseWaitStrategy(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want WaitStrategy
+	}{
+		{"low-latency", LowLatency},
+		{"balanced", Balanced},
+		{"low-cpu", LowCPU},
+	} {
+		got, err := ParseWaitStrategy(tc.in)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, got)
+		assert.Equal(t, tc.in, got.String())
+
+		text, err := got.MarshalText()
+		require.NoError(t, err)
+		var back WaitStrategy
+		require.NoError(t, back.UnmarshalText(text))
+		assert.Equal(t, got, back)
+	}
+	var zero WaitStrategy
+	assert.Equal(t, Balanced, zero)
+
+	for _, bad := range []string{"", "Balanced", "fast", "low_cpu"} {
+		_, err := ParseWaitStrategy(bad)
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, ErrUnknownStrategy))
+		for _, name := range []string{"low-latency", "balanced", "low-cpu"} {
+			assert.Contains(t, err.Error(), name)
+		}
+		w := LowCPU
+		require.ErrorIs(t, w.UnmarshalText([]byte(bad)), ErrUnknownStrategy)
+		assert.Equal(t, LowCPU, w, "failed UnmarshalText must not change the value")
+	}
+	_, err := WaitStrategy(9).MarshalText()
+	require.ErrorIs(t, err, ErrUnknownStrategy)
+	assert.Equal(t, "WaitStrategy(9)", WaitStrategy(9).String())
+}
+
+func TestLevelString(t *testing.T) {
+	assert.Equal(t, "idle", Idle.String())
+	assert.Equal(t, "low", Low.String())
+	assert.Equal(t, "high", High.String())
+	assert.Equal(t, "Level(7)", Level(7).String())
+}
+
+// fakeClock drives the streak clock of a Manager in tests.
+type fakeClock struct{ t atomic.Int64 }
+
+func (c *fakeClock) now() int64              { return c.t.Load() }
+func (c *fakeClock) advance(d time.Duration) { c.t.Add(int64(d)) }
+
+func newFake(s WaitStrategy) (*Manager, *fakeClock) {
+	m := New(s)
+	c := &fakeClock{}
+	m.clock = c.now
+	return m, c
+}
+
+func TestWorkGoesToHigh(t *testing.T) {
+	for _, s := range strategies {
+		for _, from := range []Level{Idle, Low, High} {
+			for _, via := range []string{"OnWork", "Wake"} {
+				t.Run(s.String()+"/"+from.String()+"/"+via, func(t *testing.T) {
+					m := New(s)
+					a, err := m.Register("a")
+					require.NoError(t, err)
+					b, err := m.Register("b")
+					require.NoError(t, err)
+					m.state.Store(uint32(from))
+					if via == "OnWork" {
+						a.OnWork()
+					} else {
+						m.Wake()
+					}
+					assert.Equal(t, High, m.Level())
+					// Leaving Idle hands every stage a wake token; other
+					// raises need none, as nobody parks above Idle.
+					want := 0
+					if from == Idle {
+						want = 1
+					}
+					assert.Len(t, b.wake, want)
+					assert.Len(t, a.wake, want)
+				})
+			}
+		}
+	}
+}
+
+// TestEmptyStreakLeadsDown drives one stage's empty streak with a fake clock
+// (one microsecond per poll) and records when the level falls and when the
+// stage parks.
+func TestEmptyStreakLeadsDown(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs GOMAXPROCS >= 2 for the spin phase")
+	}
+	type result struct{ low, idle, park time.Duration }
+	const step = time.Microsecond
+	const horizon = 30 * time.Millisecond
+	results := map[WaitStrategy]result{}
+	for _, s := range strategies {
+		t.Run(s.String(), func(t *testing.T) {
+			m, clk := newFake(s)
+			st, err := m.Register("s")
+			require.NoError(t, err)
+			st.OnWork()
+			require.Equal(t, High, m.Level())
+			var r result
+			for el := time.Duration(0); el < horizon && r.park == 0; el += step {
+				st.unpark() // a token in hand: a park returns at once
+				require.True(t, st.OnEmpty())
+				clk.advance(step)
+				switch lv := m.Level(); {
+				case lv == Low && r.low == 0:
+					r.low = el
+				case lv == Idle && r.idle == 0:
+					if r.low == 0 {
+						r.low = el
+					}
+					r.idle = el
+				}
+				if m.Stats().Parks > 0 {
+					r.park = el
+				}
+			}
+			p := s.params()
+			require.NotZero(t, r.low, "never fell to Low")
+			require.NotZero(t, r.idle, "never fell to Idle")
+			// The clock starts once the free-spin phase is over, and is
+			// read every 64 polls while spinning.
+			slack := time.Duration(p.freeSpin+1+64) * step
+			assert.GreaterOrEqual(t, r.low, p.highToLow)
+			assert.LessOrEqual(t, r.low, p.highToLow+slack)
+			assert.GreaterOrEqual(t, r.idle, p.highToLow+p.lowToIdle)
+			assert.LessOrEqual(t, r.idle, p.highToLow+p.lowToIdle+slack)
+			if s == LowLatency {
+				assert.Zero(t, r.park, "LowLatency must never park")
+				assert.Zero(t, m.Stats().Parks)
+				assert.NotZero(t, m.Stats().Yields, "after its spin phase, a LowLatency stage polls with Gosched")
+			} else {
+				require.NotZero(t, r.park, "never parked")
+				// Parking takes two calls that see Idle with a poll between.
+				assert.Equal(t, r.idle+2*step, r.park)
+				assert.Equal(t, uint64(1), m.Stats().Parks)
+			}
+			results[s] = r
+		})
+	}
+	assert.Less(t, results[LowCPU].park, results[Balanced].park, "LowCPU parks soonest")
+}
+
+// TestShortGapsStayHigh: gaps shorter than the High->Low streak never lower
+// the level, so bursts separated by short gaps cause no park/unpark churn.
+func TestShortGapsStayHigh(t *testing.T) {
+	for _, s := range []WaitStrategy{Balanced, LowCPU} {
+		t.Run(s.String(), func(t *testing.T) {
+			m, clk := newFake(s)
+			st, err := m.Register("s")
+			require.NoError(t, err)
+			p := s.params()
+			gap := p.highToLow * 8 / 10
+			polls := int(gap / time.Microsecond)
+			for range 200 {
+				st.OnWork()
+				for range polls {
+					require.True(t, st.OnEmpty())
+					clk.advance(time.Microsecond)
+					require.Equal(t, High, m.Level())
+				}
+			}
+			assert.Zero(t, m.Stats().Parks)
+		})
+	}
+}
+
+// TestBusyStageKeepsHigh: one stage always has work while another never
+// does. The level is High after every OnWork, the idle stage never parks, and
+// the two trade at most one lowering per High->Low streak (no write storm).
+func TestBusyStageKeepsHigh(t *testing.T) {
+	for _, s := range strategies {
+		t.Run(s.String(), func(t *testing.T) {
+			m, clk := newFake(s)
+			busy, err := m.Register("busy")
+			require.NoError(t, err)
+			idle, err := m.Register("idle")
+			require.NoError(t, err)
+			const horizon = 20 * time.Millisecond
+			lowered := 0
+			for el := time.Duration(0); el < horizon; el += time.Microsecond {
+				busy.OnWork()
+				require.Equal(t, High, m.Level())
+				require.True(t, idle.OnEmpty())
+				if m.Level() != High {
+					lowered++
+				}
+				clk.advance(time.Microsecond)
+			}
+			p := s.params()
+			assert.LessOrEqual(t, lowered, int(horizon/p.highToLow)+1)
+			assert.Zero(t, m.Stats().Parks)
+		})
+	}
+}
+
+func TestCloseReleasesEveryone(t *testing.T) {
+	for _, s := range strategies {
+		t.Run(s.String(), func(t *testing.T) {
+			m := New(s)
+			const n = 4
+			var parkedOrSpinning sync.WaitGroup
+			var done sync.WaitGroup
+			for i := range n {
+				st, err := m.Register("s" + string(rune('0'+i)))
+				require.NoError(t, err)
+				parkedOrSpinning.Add(1)
+				done.Add(1)
+				go func() {
+					defer done.Done()
+					first := true
+					for st.OnEmpty() {
+						if first {
+							parkedOrSpinning.Done()
+							first = false
+						}
+					}
+					if first {
+						parkedOrSpinning.Done()
+					}
+				}()
+			}
+			parkedOrSpinning.Wait()
+			m.Close()
+			m.Close() // idempotent
+			done.Wait()
+			_, err := m.Register("late")
+			require.ErrorIs(t, err, ErrClosed)
+			assert.True(t, m.Stats().Closed)
+			st := m.stages.Load()
+			for _, s := range *st {
+				assert.False(t, s.OnEmpty(), "every later OnEmpty returns false")
+			}
+			m.Wake() // harmless after Close
+		})
+	}
+}
+
+func TestSpinLimit(t *testing.T) {
+	for _, tc := range []struct {
+		procs, stages, parked, want int32
+	}{
+		{1, 1, 0, 0},
+		{2, 1, 0, 1},
+		{2, 2, 0, 1},
+		{2, 3, 0, 0},
+		{2, 4, 0, -1},
+		{2, 4, 2, 1},
+		{4, 4, 0, 3},
+		{4, 6, 0, 1},
+		{8, 4, 0, 7},
+	} {
+		m := New(Balanced)
+		m.nstages.Store(tc.stages)
+		m.parked.Store(tc.parked)
+		assert.Equal(t, tc.want, m.spinLimit(tc.procs), "%+v", tc)
+	}
+}
+
+// TestSpinSlotsBounded: however many stages want to spin, no more hold a
+// spin slot than spinLimit allows.
+func TestSpinSlotsBounded(t *testing.T) {
+	t.Run("2 stages", func(t *testing.T) { testSpinSlotsBounded(t, 2) })
+	t.Run("4 stages", func(t *testing.T) { testSpinSlotsBounded(t, 4) })
+}
+
+func testSpinSlotsBounded(t *testing.T, n int) {
+	procs := runtime.GOMAXPROCS(0)
+	m := New(LowLatency)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range n {
+		st, err := m.Register("spinner")
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st.OnWork()
+			for !stop.Load() && st.OnEmpty() {
+			}
+		}()
+	}
+	deadline := time.Now().Add(100 * time.Millisecond)
+	maxSeen := 0
+	for time.Now().Before(deadline) {
+		maxSeen = max(maxSeen, m.Stats().Spinning)
+		runtime.Gosched()
+	}
+	stop.Store(true)
+	m.Close()
+	wg.Wait()
+	assert.LessOrEqual(t, maxSeen, max(procs-1-max(0, n-procs), 0))
+	assert.NotZero(t, m.Stats().Yields, "stages beyond the spin slots yield")
+	assert.Zero(t, m.Stats().Parks)
+}
+
+// TestNoStarvationOnOneP: on GOMAXPROCS=1 a spinning stage would hold the
+// only P until preemption (10 ms) on every handoff; 5k handoffs finish in a
+// fraction of that budget only if empty stages yield.
+func TestNoStarvationOnOneP(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, s := range strategies {
+		t.Run(s.String(), func(t *testing.T) {
+			m := New(s)
+			const items = 5000
+			start := time.Now()
+			handoff(t, m, items, nil)
+			assert.Less(t, time.Since(start), 5*time.Second)
+			m.Close()
+		})
+	}
+}

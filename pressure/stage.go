@@ -1,0 +1,234 @@
+package pressure
+
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// Stage is one registered pipeline stage. A Stage is owned by exactly one
+// goroutine: OnWork and OnEmpty must not be called concurrently. Name may be
+// called from anywhere.
+type Stage struct {
+	_ [cacheLine]byte
+	// Read-only after Register; wake is also used by other goroutines.
+	m    *Manager
+	wake chan struct{} // wake token, a permit: capacity 1, sent without blocking
+	name string
+	_    [cacheLine]byte
+	// Owner-only state of the current empty streak, on its own lines so that
+	// under load no two goroutines write the same cache line.
+	streak   uint64 // OnEmpty calls since the last OnWork or park (never wraps)
+	armed    bool   // the previous OnEmpty saw Idle; the next one that does parks
+	spinning bool   // holds one of the manager's spin slots
+	denied   bool   // asked for a spin slot this streak and got none
+	timed    bool   // start is set
+	gen      uint32 // generation of the level when the clock started
+	start    int64  // nanotime when the streak's clock started
+	polls    uint64 // streak when the clock started
+	canSpin  bool   // this streak may spin (decided on its first poll)
+	sink     uint32 // result of pause, so its loop is not optimised away
+	// Counters written by the owner only (so load+store, not add) and read
+	// by Manager.Stats.
+	parks, unparks, yields atomic.Uint64
+	_                      [cacheLine]byte
+}
+
+// Name returns the name the stage was registered with.
+func (s *Stage) Name() string { return s.name }
+
+// OnWork reports that the stage found work in this iteration. It ends the
+// stage's empty streak and, if the level is not High, raises it to High
+// (unparking every parked stage if it was Idle). Under sustained load it is a
+// private fence and a single atomic load of the shared level.
+func (s *Stage) OnWork() {
+	if s.streak != 0 {
+		s.endStreak()
+	}
+	fence() // the caller's pop precedes our load of the level
+	if !isHigh(s.m.state.Load()) {
+		s.m.raise()
+	}
+}
+
+// OnEmpty reports that the stage found no work in this iteration, and waits
+// as the manager decides: it returns at once (spin), after runtime.Gosched
+// (yield), or after the stage has been unparked (park). The caller polls its
+// input again when OnEmpty returns true. OnEmpty returns false once the
+// manager is closed, and the stage should then exit.
+//
+// A stage parks only when it finds the level Idle on two consecutive OnEmpty
+// calls, so the caller's poll between them is the re-check that makes the
+// park safe (see the package comment).
+func (s *Stage) OnEmpty() bool {
+	m := s.m
+	st := m.state.Load()
+	if st&closedBit != 0 {
+		s.endStreak()
+		return false
+	}
+	lvl := Level(st & levelMask)
+	s.streak++
+	if lvl == Idle && m.p.park {
+		if s.armed {
+			return s.park()
+		}
+		s.armed = true
+		s.endSpin()
+		return true
+	}
+	s.armed = false
+	procs := m.procs.Load()
+	if s.streak == 1 {
+		// Spin at all only if a P can be spared: not on GOMAXPROCS=1, and
+		// not when the unparked stages outnumber the Ps.
+		s.canSpin = procs > 1 && m.spinLimit(procs) > 0
+	}
+	if s.streak <= m.p.freeSpin && s.canSpin {
+		// Short gaps spin without touching shared state.
+		s.pause()
+		return true
+	}
+	if s.spinning || s.trySpin(lvl, procs) {
+		if m.p.spin == 0 || s.streak <= m.p.freeSpin+m.p.spin {
+			if !s.timed || s.streak&63 == 0 {
+				s.tick(st)
+				// The runtime's spinning also stops when the P has other
+				// goroutines to run. We cannot see the run queue, so a
+				// spinner offers its P every 64 polls: it costs an idle
+				// spinner little and keeps a woken stage queued behind it
+				// from waiting for preemption.
+				s.yield()
+			} else {
+				s.pause()
+			}
+			return true
+		}
+		s.endSpin()
+	}
+	if !s.timed || s.streak&m.p.tickMask == 0 {
+		s.tick(st)
+	}
+	s.yield()
+	return true
+}
+
+// pause delays a spinning stage's next poll by a few tens of nanoseconds,
+// as the runtime's spinning does with PAUSE instructions (procyield, which Go
+// does not expose): a poll loop that reads its input's cache line back to
+// back slows down the producer writing that line.
+func (s *Stage) pause() {
+	x := uint32(s.streak)
+	for range 32 {
+		x = x*0x9e3779b9 + 1
+	}
+	s.sink = x
+}
+
+func (s *Stage) yield() {
+	runtime.Gosched()
+	s.yields.Store(s.yields.Load() + 1)
+}
+
+// trySpin takes a spin slot if spinning is allowed now. Spinning is allowed
+// while the level is High (at any level under LowLatency), and only for as
+// many stages at a time as Manager.spinLimit allows, so at least one P is
+// left for the goroutine that holds the work (as the runtime's own mutex
+// spinning requires other running Ps and an empty run queue). A denied stage
+// yields and asks again every 64 polls.
+func (s *Stage) trySpin(lvl Level, procs int32) bool {
+	p := &s.m.p
+	if lvl != High && p.park {
+		return false
+	}
+	if p.spin != 0 && s.streak > p.freeSpin+p.spin {
+		return false
+	}
+	if s.denied && s.streak&63 != 0 {
+		return false
+	}
+	for {
+		n := s.m.spinners.Load()
+		if n >= s.m.spinLimit(procs) {
+			s.denied = true
+			return false
+		}
+		if s.m.spinners.CompareAndSwap(n, n+1) {
+			s.spinning = true
+			s.denied = false
+			return true
+		}
+	}
+}
+
+func (s *Stage) endSpin() {
+	if s.spinning {
+		s.spinning = false
+		s.m.spinners.Add(-1)
+	}
+}
+
+func (s *Stage) endStreak() {
+	s.streak = 0
+	s.armed = false
+	s.denied = false
+	s.timed = false
+	s.endSpin()
+}
+
+// tick runs the streak's clock and lowers the level once the streak has
+// lasted long enough. If the level rose to High since the clock started (the
+// generation in st moved), some stage has had work: the clock restarts, so a
+// busy stage (which raises the level) and an idle one (which lowers it) trade
+// at most one write per highToLow, and work that came and went between two
+// clock reads still counts.
+func (s *Stage) tick(st uint32) {
+	now := s.m.clock()
+	if !s.timed || st&genMask != s.gen {
+		s.timed, s.start, s.polls, s.gen = true, now, s.streak, st&genMask
+		return
+	}
+	el, polls := time.Duration(now-s.start), s.streak-s.polls
+	p := &s.m.p
+	switch Level(st & levelMask) {
+	case High:
+		if el >= p.highToLow && polls >= p.minPolls {
+			s.m.lower(st)
+		}
+	case Low:
+		if el >= p.highToLow+p.lowToIdle && polls >= 2*p.minPolls {
+			s.m.lower(st)
+		}
+	}
+}
+
+// park blocks until the stage's wake token arrives, and reports whether the
+// manager is still open.
+func (s *Stage) park() bool {
+	s.armed = false
+	s.endSpin()
+	s.parks.Store(s.parks.Load() + 1)
+	s.m.parked.Add(1)
+	<-s.wake
+	s.m.parked.Add(-1)
+	s.streak, s.timed, s.denied = 0, false, false
+	s.m.refreshProcs()
+	if s.m.state.Load()&closedBit != 0 {
+		return false
+	}
+	s.unparks.Store(s.unparks.Load() + 1)
+	return true
+}
+
+// unpark gives the stage its wake token unless it already holds one.
+func (s *Stage) unpark() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+var epoch = time.Now()
+
+// nanotime is a monotonic clock in nanoseconds.
+func nanotime() int64 { return int64(time.Since(epoch)) }
