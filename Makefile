@@ -9,7 +9,7 @@ BENCHSTAT   = $(shell cd $(LINTMOD) && GOWORK=off go tool -n benchstat)
 COUNT ?= 5
 BENCH ?= .
 
-.PHONY: test race vet staticcheck lint bench fmt-check tidy-check modules gowork-off fuzz soak run demo
+.PHONY: test race vet staticcheck lint bench fmt-check tidy-check modules gowork-off run
 
 ## test: vet, staticcheck and the race-enabled tests of every module (THE test command).
 test: lint race
@@ -45,3 +45,7 @@ gowork-off:
 
 modules:
 	@echo $(MODULES)
+
+## run: start `ledger serve` on ./data with default settings (Ctrl-C stops it cleanly).
+run:
+	cd tools && go run ./cmd/ledger serve --dir $(ROOT)/data

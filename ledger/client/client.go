@@ -1,0 +1,218 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/wire"
+)
+
+var (
+	// ErrClosed is returned by every call after Close.
+	ErrClosed = errors.New("client: closed")
+	// ErrConnLost is wrapped by the error of a call whose connection broke
+	// before its answer arrived. For a submit the outcome is unknown: the
+	// server may or may not have executed it (see the package doc).
+	ErrConnLost = errors.New("client: connection lost")
+)
+
+// Client is a connection pool to one ledger server. Its methods are safe
+// for concurrent use.
+type Client struct {
+	addr   string
+	opts   options
+	slots  []slot
+	next   atomic.Uint32
+	closed atomic.Bool
+}
+
+type slot struct {
+	mu sync.Mutex // held while (re)dialing
+	p  atomic.Pointer[pconn]
+}
+
+// Dial connects to the server at addr (host:port) with the pool size and
+// limits of opts. It opens every pooled connection before returning and
+// fails if any cannot be opened within ctx and the dial timeout.
+func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
+	o := defaultOptions()
+	for _, f := range opts {
+		f(&o)
+	}
+	c := &Client{addr: addr, opts: o, slots: make([]slot, o.conns)}
+	for i := range c.slots {
+		if _, err := c.conn(ctx, &c.slots[i]); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Close closes every connection; calls in flight fail with ErrClosed.
+// Close is idempotent.
+func (c *Client) Close() error {
+	c.closed.Store(true)
+	for i := range c.slots {
+		s := &c.slots[i]
+		s.mu.Lock()
+		if p := s.p.Load(); p != nil {
+			p.die(ErrClosed)
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// conn returns the slot's live connection, dialing a new one if it has
+// none or its connection died.
+func (c *Client) conn(ctx context.Context, s *slot) (*pconn, error) {
+	if p := s.p.Load(); p != nil && !p.isDead() {
+		return p, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	if p := s.p.Load(); p != nil && !p.isDead() {
+		return p, nil
+	}
+	dctx := ctx
+	if c.opts.timeout > 0 {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeout(ctx, c.opts.timeout)
+		defer cancel()
+	}
+	nc, err := c.opts.dial(dctx, "tcp", c.addr)
+	if err != nil {
+		return nil, fmt.Errorf("client: dial %s: %w", c.addr, err)
+	}
+	p := newPconn(nc, c.opts.maxFrame)
+	s.p.Store(p)
+	return p, nil
+}
+
+// do sends one request on the next pooled connection and waits for its
+// answer. A request is written at most once.
+func (c *Client) do(ctx context.Context, want wire.Type, encode func(e *wire.Encoder, id uint64)) (*call, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s := &c.slots[int(c.next.Add(1))%len(c.slots)]
+	p, err := c.conn(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	cl := &call{want: want, done: make(chan struct{})}
+	id, err := p.start(cl)
+	if err != nil {
+		return nil, c.mapErr(err)
+	}
+	p.send(func(e *wire.Encoder) { encode(e, id) })
+	select {
+	case <-cl.done:
+		if cl.err != nil {
+			return nil, c.mapErr(cl.err)
+		}
+		return cl, nil
+	case <-ctx.Done():
+		p.abandon(id)
+		return nil, ctx.Err()
+	}
+}
+
+func (c *Client) mapErr(err error) error {
+	if c.closed.Load() && errors.Is(err, ErrConnLost) {
+		return ErrClosed
+	}
+	return err
+}
+
+// Ping checks that the server answers.
+func (c *Client) Ping(ctx context.Context) error {
+	_, err := c.do(ctx, wire.TypePong, func(e *wire.Encoder, id uint64) { e.Ping(id) })
+	return err
+}
+
+// Submit sends op without waiting for it to execute and returns its id once
+// the server sequenced it.
+func (c *Client) Submit(ctx context.Context, op ledger.Op) (ledger.TxID, error) {
+	ops := [1]ledger.Op{op}
+	first, _, err := c.SubmitBatch(ctx, ops[:], ledger.Sequenced)
+	return first, err
+}
+
+// SubmitBatch sends ops as one atomic batch with contiguous ids first..last
+// and returns once the last has reached level (ledger.Sequenced: as soon as
+// it is sequenced; ledger.Committed: once the whole batch is durable). If
+// an op is invalid, none is submitted and the *ledger.InputError names its
+// index. The server bounds the batch size (server.Config.MaxBatch).
+func (c *Client) SubmitBatch(ctx context.Context, ops []ledger.Op, level ledger.Level) (first, last ledger.TxID, err error) {
+	cl, err := c.do(ctx, wire.TypeSubmitted, func(e *wire.Encoder, id uint64) { e.Submit(id, level, ops) })
+	if err != nil {
+		return 0, 0, err
+	}
+	return cl.first, cl.last, nil
+}
+
+// SubmitAndWait submits op and returns its Result once it reached level
+// (Computed, Committed or Snapshot). If ctx ends first the transaction
+// still executes.
+func (c *Client) SubmitAndWait(ctx context.Context, op ledger.Op, level ledger.Level) (ledger.Result, error) {
+	cl, err := c.do(ctx, wire.TypeResultIs, func(e *wire.Encoder, id uint64) { e.SubmitWait(id, level, op) })
+	if err != nil {
+		return ledger.Result{}, err
+	}
+	return cl.res, nil
+}
+
+// Wait returns once transaction id reached level. The id must have been
+// sequenced (else ledger.ErrNotFound).
+func (c *Client) Wait(ctx context.Context, id ledger.TxID, level ledger.Level) error {
+	_, err := c.do(ctx, wire.TypeWaited, func(e *wire.Encoder, rid uint64) { e.Wait(rid, id, level) })
+	return err
+}
+
+// Balance returns account's balance as of the ledger's Snapshot index.
+func (c *Client) Balance(ctx context.Context, account uint64) (int64, error) {
+	cl, err := c.do(ctx, wire.TypeBalanceIs, func(e *wire.Encoder, id uint64) { e.Balance(id, account) })
+	if err != nil {
+		return 0, err
+	}
+	return cl.bal, nil
+}
+
+// Status returns the highest level transaction id has reached.
+func (c *Client) Status(ctx context.Context, id ledger.TxID) (ledger.Level, error) {
+	cl, err := c.do(ctx, wire.TypeStatusIs, func(e *wire.Encoder, rid uint64) { e.Status(rid, id) })
+	if err != nil {
+		return 0, err
+	}
+	return cl.level, nil
+}
+
+// Result returns the outcome of a committed transaction.
+func (c *Client) Result(ctx context.Context, id ledger.TxID) (ledger.Result, error) {
+	cl, err := c.do(ctx, wire.TypeResultIs, func(e *wire.Encoder, rid uint64) { e.Result(rid, id) })
+	if err != nil {
+		return ledger.Result{}, err
+	}
+	return cl.res, nil
+}
+
+// Indexes returns the ledger's progress marks.
+func (c *Client) Indexes(ctx context.Context) (ledger.Indexes, error) {
+	cl, err := c.do(ctx, wire.TypeIndexesAre, func(e *wire.Encoder, id uint64) { e.Indexes(id) })
+	if err != nil {
+		return ledger.Indexes{}, err
+	}
+	return cl.idx, nil
+}

@@ -1,0 +1,48 @@
+package client
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/lanework/lanework/ledger/wire"
+)
+
+// Option configures Dial.
+type Option func(*options)
+
+type options struct {
+	conns    int
+	timeout  time.Duration
+	maxFrame int
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func defaultOptions() options {
+	var d net.Dialer
+	return options{conns: 2, timeout: 5 * time.Second, maxFrame: wire.DefaultMaxFrame, dial: d.DialContext}
+}
+
+// WithConns sets the number of pooled connections (default 2, at least 1).
+// Calls are spread over them round robin.
+func WithConns(n int) Option {
+	return func(o *options) { o.conns = max(n, 1) }
+}
+
+// WithDialTimeout bounds each connection attempt (default 5 s), on top of
+// the context passed to Dial or to the call that reconnects.
+func WithDialTimeout(d time.Duration) Option {
+	return func(o *options) { o.timeout = d }
+}
+
+// WithMaxFrame bounds the length of a response frame the client accepts
+// (default wire.DefaultMaxFrame).
+func WithMaxFrame(n int) Option {
+	return func(o *options) { o.maxFrame = n }
+}
+
+// WithDialer replaces the function that opens connections (default a
+// net.Dialer); tests use it to inject faults.
+func WithDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) Option {
+	return func(o *options) { o.dial = dial }
+}

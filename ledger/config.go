@@ -1,0 +1,115 @@
+package ledger
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lanework/lanework/pressure"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultMaxAccounts   = 1_000_000
+	DefaultRingSize      = 1 << 16
+	DefaultWALMaxBatch   = 1 << 14
+	DefaultMaxEntries    = 16
+	DefaultSnapshotEvery = 1_000_000
+	DefaultDedupWindow   = 1 << 17
+	DefaultWALRetention  = 4_000_000
+)
+
+// MaxAccountsLimit is the largest Config.MaxAccounts: 2^28 accounts need
+// 6 GiB of preallocated balances.
+const MaxAccountsLimit = 1 << 28
+
+// Config configures Open. The zero value of every field except Dir selects
+// its documented default.
+type Config struct {
+	// Dir is the pebble directory; it is created if missing. Required.
+	Dir string
+	// FS is the filesystem pebble uses; nil means the OS (vfs.Default).
+	// Tests pass a fault-injecting or in-memory vfs.FS.
+	FS vfs.FS
+	// MaxAccounts bounds account ids to [0, MaxAccounts); default
+	// 1,000,000; at most MaxAccountsLimit. Balances are preallocated: 8
+	// bytes per account each for the working copy, the readable copy and
+	// the snapshot buffer. Fixed when the directory is
+	// created; opening with another value fails with ErrIncompatible.
+	MaxAccounts uint64
+	// WaitStrategy governs how idle stages wait; default pressure.Balanced.
+	WaitStrategy pressure.WaitStrategy
+	// RingSize is the capacity of each inter-stage ring, rounded up to a
+	// power of two; default 65,536. It also bounds SubmitBatch.
+	RingSize int
+	// WALMaxBatch bounds the transactions per WAL group commit; default
+	// 16,384. The WAL commits whatever is ready up to this bound, so
+	// batches are small under light load and large under heavy load.
+	WALMaxBatch int
+	// MaxEntries is the most legs a Composite may have before it fails with
+	// EntryLimitExceeded; default 16, at most MaxLegs.
+	MaxEntries int
+	// SnapshotEvery is how many transactions pass between persisted
+	// snapshots; default 1,000,000; negative disables snapshots.
+	SnapshotEvery int64
+	// DedupWindow is how many transaction ids a UserRef stays remembered;
+	// default 131,072.
+	DedupWindow uint64
+	// WALRetention is how many transactions of WAL are kept below the
+	// newest persisted snapshot (older WAL is deleted, and Result no longer
+	// finds those transactions); default 4,000,000; negative keeps all.
+	// Keep it at least SnapshotEvery so that recovery can fall back to the
+	// previous snapshot if the newest is damaged.
+	WALRetention int64
+}
+
+func (c Config) withDefaults() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return c, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+	}
+	if c.Dir == "" {
+		return bad("Dir is required")
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.MaxAccounts == 0 {
+		c.MaxAccounts = DefaultMaxAccounts
+	}
+	if c.MaxAccounts < 2 || c.MaxAccounts > MaxAccountsLimit {
+		return bad("MaxAccounts %d out of range [2, %d]", c.MaxAccounts, MaxAccountsLimit)
+	}
+	if c.WaitStrategy > pressure.LowCPU {
+		return bad("unknown WaitStrategy %d", c.WaitStrategy)
+	}
+	if c.RingSize == 0 {
+		c.RingSize = DefaultRingSize
+	}
+	if c.RingSize < 2 || c.RingSize > 1<<24 {
+		return bad("RingSize %d out of range [2, 2^24]", c.RingSize)
+	}
+	if c.WALMaxBatch == 0 {
+		c.WALMaxBatch = DefaultWALMaxBatch
+	}
+	if c.WALMaxBatch < 1 || c.WALMaxBatch > 1<<20 {
+		return bad("WALMaxBatch %d out of range [1, 2^20]", c.WALMaxBatch)
+	}
+	if c.MaxEntries == 0 {
+		c.MaxEntries = DefaultMaxEntries
+	}
+	if c.MaxEntries < 2 || c.MaxEntries > MaxLegs {
+		return bad("MaxEntries %d out of range [2, %d]", c.MaxEntries, MaxLegs)
+	}
+	if c.SnapshotEvery == 0 {
+		c.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if c.DedupWindow == 0 {
+		c.DedupWindow = DefaultDedupWindow
+	}
+	if c.DedupWindow > 1<<26 {
+		return bad("DedupWindow %d above 2^26", c.DedupWindow)
+	}
+	if c.WALRetention == 0 {
+		c.WALRetention = DefaultWALRetention
+	}
+	return c, nil
+}

@@ -1,0 +1,81 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Input errors reach the caller wrapped in an *InputError;
+// match them with errors.Is.
+var (
+	// ErrClosed is returned by every method after Close.
+	ErrClosed = errors.New("ledger: closed")
+	// ErrFailed is wrapped by the error every method returns after a stage
+	// hit a storage error; the ledger must be closed and reopened.
+	ErrFailed = errors.New("ledger: failed")
+
+	// ErrNilOp: the operation is nil.
+	ErrNilOp = errors.New("ledger: nil operation")
+	// ErrZeroAmount: an amount or leg delta is zero.
+	ErrZeroAmount = errors.New("ledger: zero amount")
+	// ErrAmountRange: an amount does not fit an int64.
+	ErrAmountRange = errors.New("ledger: amount out of range")
+	// ErrAccountRange: an account id is not below Config.MaxAccounts.
+	ErrAccountRange = errors.New("ledger: account out of range")
+	// ErrSameAccount: a Transfer to itself, or a Deposit or Withdrawal on
+	// the system account.
+	ErrSameAccount = errors.New("ledger: source and destination are the same account")
+	// ErrNoLegs: a Composite without legs.
+	ErrNoLegs = errors.New("ledger: composite without legs")
+	// ErrTooManyLegs: a Composite with more than MaxLegs legs.
+	ErrTooManyLegs = errors.New("ledger: composite has too many legs")
+	// ErrFlags: unknown Composite flags.
+	ErrFlags = errors.New("ledger: unknown composite flags")
+	// ErrBatchSize: SubmitBatch with no ops or more than the Sequencer ring holds.
+	ErrBatchSize = errors.New("ledger: batch size out of range")
+	// ErrLevel: a wait level other than Computed, Committed or Snapshot.
+	ErrLevel = errors.New("ledger: invalid wait level")
+
+	// ErrNotCommitted: Result of a transaction that is not yet durable.
+	ErrNotCommitted = errors.New("ledger: transaction not committed")
+	// ErrNotFound: Result of a transaction that was never sequenced, or whose
+	// WAL was deleted under the retention setting.
+	ErrNotFound = errors.New("ledger: transaction not found")
+
+	// ErrConfig is wrapped by every configuration error from Open.
+	ErrConfig = errors.New("ledger: invalid config")
+	// ErrIncompatible: the directory was created with another format version
+	// or MaxAccounts.
+	ErrIncompatible = errors.New("ledger: incompatible data directory")
+	// ErrCorrupt is wrapped by every *CorruptError.
+	ErrCorrupt = errors.New("ledger: corrupt data")
+)
+
+// InputError reports an operation refused at submit. It took no tx id and
+// changed nothing.
+type InputError struct {
+	Index int   // position in the SubmitBatch slice; 0 for Submit
+	Err   error // one of the input sentinels
+}
+
+func (e *InputError) Error() string { return fmt.Sprintf("op %d: %v", e.Index, e.Err) }
+
+// Unwrap returns the sentinel.
+func (e *InputError) Unwrap() error { return e.Err }
+
+// CorruptError names a stored record that failed verification. Open returns
+// it when a corrupt WAL batch is followed by valid ones, or when the replayed
+// state is inconsistent.
+type CorruptError struct {
+	Key     []byte // pebble key of the record
+	FirstTx TxID   // first transaction the record covers (0 if unknown)
+	LastTx  TxID   // last transaction the record covers (0 if unknown)
+	Reason  string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("ledger: corrupt record %x (tx %d..%d): %s", e.Key, e.FirstTx, e.LastTx, e.Reason)
+}
+
+// Unwrap returns ErrCorrupt.
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }

@@ -1,0 +1,53 @@
+package ledger
+
+import "encoding/binary"
+
+// Pebble key scheme. Every key starts with a one-byte prefix; ids are
+// big-endian so that byte order is id order.
+//
+//	"M"                      meta record (msgpack + CRC32C): format version, MaxAccounts
+//	"W" + first tx id        WAL batch (fixed binary + CRC32C), covering first..first+count-1
+//	"S" + tx id              snapshot manifest (msgpack + CRC32C) of the state after tx id
+//	"C" + tx id + chunk no.  snapshot chunk (fixed binary + CRC32C)
+const (
+	prefixMeta     = 'M'
+	prefixWAL      = 'W'
+	prefixSnapshot = 'S'
+	prefixChunk    = 'C'
+)
+
+var metaKey = []byte{prefixMeta}
+
+func idKey(prefix byte, id uint64) []byte {
+	k := make([]byte, 9)
+	k[0] = prefix
+	binary.BigEndian.PutUint64(k[1:], id)
+	return k
+}
+
+// putIDKey writes prefix+id into k[:9] and returns it, for allocation-free
+// keys on the WAL path.
+func putIDKey(k *[9]byte, prefix byte, id uint64) []byte {
+	k[0] = prefix
+	binary.BigEndian.PutUint64(k[1:], id)
+	return k[:]
+}
+
+func chunkKey(snap uint64, chunk uint32) []byte {
+	k := make([]byte, 13)
+	k[0] = prefixChunk
+	binary.BigEndian.PutUint64(k[1:], snap)
+	binary.BigEndian.PutUint32(k[9:], chunk)
+	return k
+}
+
+// parseIDKey returns the id of a "W"/"S" key, or false if k is malformed.
+func parseIDKey(prefix byte, k []byte) (uint64, bool) {
+	if len(k) != 9 || k[0] != prefix {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k[1:]), true
+}
+
+// prefixEnd is the exclusive upper bound of all keys with prefix p.
+func prefixEnd(p byte) []byte { return []byte{p + 1} }

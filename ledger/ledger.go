@@ -1,0 +1,474 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/lanework/lanework/pressure"
+	"github.com/lanework/lanework/ringbuf"
+)
+
+// state word: the low 32 bits count calls in flight (submitters and readers
+// of pebble); the high bits mark the ledger closed or failed.
+const (
+	closedBit    = 1 << 62
+	failedBit    = 1 << 61
+	inflightMask = 1<<32 - 1
+)
+
+// pad keeps fields written by different goroutines on separate cache lines.
+type pad [128]byte
+
+// Ledger is an open ledger. All methods are safe for concurrent use.
+type Ledger struct {
+	cfg  Config
+	db   *pebble.DB
+	pm   *pressure.Manager
+	base uint64 // id of Sequencer ticket 0
+
+	seq    *ringbuf.MPSC[request]
+	toWAL  *ringbuf.SPSC[txRecord]
+	toSnap *ringbuf.SPSC[txRecord]
+
+	// Each index is stored by its stage after the work it names is
+	// published (ring commit, pebble Sync, balance stores). The atomics are
+	// sequentially consistent, so a goroutine that loads an index >= id
+	// also observes everything the stage did for id.
+	_         pad
+	state     atomic.Uint64
+	_         pad
+	sequenced atomic.Uint64 // max id returned by a submit
+	_         pad
+	computed  atomic.Uint64 // written by the Transactor
+	_         pad
+	committed atomic.Uint64 // written by the WAL, after Sync returned
+	_         pad
+	snapshot  atomic.Uint64 // written by the Snapshotter
+	_         pad
+
+	waits    [Snapshot + 1]waitList // indexed by Level
+	readable []atomic.Int64         // written by the Snapshotter only
+
+	stopping atomic.Bool // set by Close once no submit is in flight
+	txDone   atomic.Bool // the Transactor has published its last record
+	walDone  atomic.Bool
+
+	epoch     time.Time // monotonic base for timestamps
+	epochWall int64
+
+	persistCh chan *snapshotData // Snapshotter -> persister
+	snapFree  chan *snapshotData // the one snapshot buffer, while unused
+	persisted atomic.Uint64      // tx id of the newest persisted snapshot
+
+	recovered recoveryInfo
+
+	wg        sync.WaitGroup
+	stopped   chan struct{} // closed when the pipeline stops (Close or failure)
+	stopOnce  sync.Once
+	errMu     sync.Mutex
+	err       error // first storage error
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open validates cfg, opens (or creates) the directory, recovers the state
+// of the last durable transaction and starts the pipeline. Errors match
+// ErrConfig, ErrIncompatible or ErrCorrupt (a *CorruptError), or come from
+// pebble.
+func Open(cfg Config) (*Ledger, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	db, err := openDB(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := recoverState(db, &cfg)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	l, err := start(cfg, db, rs)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func start(cfg Config, db *pebble.DB, rs *recovered) (*Ledger, error) {
+	l := &Ledger{
+		cfg: cfg, db: db, base: rs.last + 1,
+		readable:  make([]atomic.Int64, cfg.MaxAccounts),
+		epoch:     time.Now(),
+		persistCh: make(chan *snapshotData, 1),
+		snapFree:  make(chan *snapshotData, 1),
+		stopped:   make(chan struct{}),
+	}
+	l.epochWall = l.epoch.UnixNano()
+	l.recovered = recoveryInfo{last: rs.last, snapshot: rs.snapshot, replayed: rs.replayed, torn: rs.torn}
+	var err error
+	if l.seq, err = ringbuf.NewMPSC[request](cfg.RingSize); err != nil {
+		return nil, err
+	}
+	if l.toWAL, err = ringbuf.NewSPSC[txRecord](cfg.RingSize); err != nil {
+		return nil, err
+	}
+	if l.toSnap, err = ringbuf.NewSPSC[txRecord](cfg.RingSize); err != nil {
+		return nil, err
+	}
+	for i, b := range rs.bal {
+		l.readable[i].Store(b)
+	}
+	for _, p := range []*atomic.Uint64{&l.sequenced, &l.computed, &l.committed, &l.snapshot} {
+		p.Store(rs.last)
+	}
+	l.persisted.Store(rs.snapshot)
+	l.snapFree <- &snapshotData{bal: make([]int64, cfg.MaxAccounts)}
+
+	l.pm = pressure.New(cfg.WaitStrategy)
+	var st [3]*pressure.Stage
+	for i, name := range []string{"transactor", "wal", "snapshotter"} {
+		if st[i], err = l.pm.Register(name); err != nil {
+			return nil, err
+		}
+	}
+	x := &executor{bal: rs.bal, dedup: rs.dedup, maxEntries: cfg.MaxEntries}
+	refs := newRefWindow(cfg.DedupWindow)
+	for _, r := range rs.refs {
+		refs.push(r)
+	}
+	l.wg.Add(4)
+	go l.runTransactor(st[0], x)
+	go l.runWAL(st[1])
+	go l.runSnapshotter(st[2], refs)
+	go l.runPersister()
+	return l, nil
+}
+
+// Close stops accepting submissions, lets the pipeline finish every
+// transaction already sequenced (each is then durable), stops all
+// goroutines and closes the directory. It returns the first storage error
+// the ledger hit, if any. Close is idempotent; later calls return the same.
+func (l *Ledger) Close() error {
+	l.closeOnce.Do(func() { l.closeErr = l.close() })
+	return l.closeErr
+}
+
+func (l *Ledger) close() error {
+	l.state.Or(closedBit)
+	// Every submit that got past the closed check finishes its push.
+	for l.state.Load()&inflightMask != 0 {
+		runtime.Gosched()
+	}
+	l.stopping.Store(true)
+	l.pm.Wake()
+	l.wg.Wait()
+	l.pm.Close()
+	l.stop()
+	err := l.db.Close()
+	return errors.Join(l.storageErr(), err)
+}
+
+// fail records a storage error, refuses further work and stops the stages.
+func (l *Ledger) fail(err error) {
+	l.errMu.Lock()
+	if l.err == nil {
+		l.err = fmt.Errorf("%w: %w", ErrFailed, err)
+	}
+	l.errMu.Unlock()
+	l.state.Or(failedBit)
+	l.stop()
+	l.pm.Wake()
+}
+
+func (l *Ledger) storageErr() error {
+	l.errMu.Lock()
+	defer l.errMu.Unlock()
+	return l.err
+}
+
+func (l *Ledger) stop() { l.stopOnce.Do(func() { close(l.stopped) }) }
+
+// refused returns the error for state word s, or nil.
+func (l *Ledger) refused(s uint64) error {
+	switch {
+	case s&closedBit != 0:
+		return ErrClosed
+	case s&failedBit != 0:
+		return l.storageErr()
+	}
+	return nil
+}
+
+// enter registers a call that must finish before Close proceeds.
+func (l *Ledger) enter() error {
+	if err := l.refused(l.state.Add(1)); err != nil {
+		l.state.Add(^uint64(0))
+		return err
+	}
+	return nil
+}
+
+func (l *Ledger) exit() { l.state.Add(^uint64(0)) }
+
+func (l *Ledger) halted() bool { return l.state.Load()&failedBit != 0 }
+
+// now is the Transactor's clock: wall time at Open plus monotonic time since,
+// so timestamps never go backwards within a run.
+func (l *Ledger) now() int64 { return l.epochWall + int64(time.Since(l.epoch)) }
+
+// Submit sequences op and returns its id without waiting for it to execute.
+// Invalid input is refused with an *InputError and takes no id. When the
+// Sequencer ring is full, Submit waits for room (back pressure).
+func (l *Ledger) Submit(op Op) (TxID, error) {
+	var r request
+	if err := prepare(op, l.cfg.MaxAccounts, &r); err != nil {
+		return 0, &InputError{Err: err}
+	}
+	return l.push(&r)
+}
+
+func (l *Ledger) push(r *request) (TxID, error) {
+	if err := l.enter(); err != nil {
+		return 0, err
+	}
+	defer l.exit()
+	l.pm.Wake() // parked stages start waking while we publish
+	var bo backoff
+	for {
+		t, ok := l.seq.TryPush(*r)
+		if ok {
+			id := l.base + t
+			l.advanceSequenced(id)
+			l.pm.Wake()
+			return TxID(id), nil
+		}
+		if l.halted() {
+			return 0, l.storageErr()
+		}
+		bo.wait()
+	}
+}
+
+// advanceSequenced raises the Sequenced index to id (a monotonic max, as
+// concurrent submitters finish out of ticket order).
+func (l *Ledger) advanceSequenced(id uint64) {
+	for {
+		cur := l.sequenced.Load()
+		if cur >= id || l.sequenced.CompareAndSwap(cur, id) {
+			return
+		}
+	}
+}
+
+// SubmitBatch sequences ops atomically under contiguous ids first..last. If
+// any op is invalid, none is submitted and the *InputError names its index.
+// A batch may hold at most Config.RingSize ops.
+func (l *Ledger) SubmitBatch(ops []Op) (first, last TxID, err error) {
+	if len(ops) == 0 || len(ops) > l.seq.Cap() {
+		return 0, 0, &InputError{Err: ErrBatchSize}
+	}
+	bp := batchPool.Get().(*[]request)
+	defer func() {
+		clear(*bp)
+		batchPool.Put(bp)
+	}()
+	reqs := slices.Grow((*bp)[:0], len(ops))[:len(ops)]
+	*bp = reqs
+	for i, op := range ops {
+		if err := prepare(op, l.cfg.MaxAccounts, &reqs[i]); err != nil {
+			return 0, 0, &InputError{Index: i, Err: err}
+		}
+	}
+	if err := l.enter(); err != nil {
+		return 0, 0, err
+	}
+	defer l.exit()
+	l.pm.Wake()
+	var bo backoff
+	for {
+		t, ok := l.seq.TryPushN(reqs)
+		if ok {
+			f := l.base + t
+			lst := f + uint64(len(reqs)) - 1
+			l.advanceSequenced(lst)
+			l.pm.Wake()
+			return TxID(f), TxID(lst), nil
+		}
+		if l.halted() {
+			return 0, 0, l.storageErr()
+		}
+		bo.wait()
+	}
+}
+
+var batchPool = sync.Pool{New: func() any { return new([]request) }}
+
+// SubmitAndWait submits op and waits until it reaches level (Computed,
+// Committed or Snapshot), then returns its Result. The result is delivered
+// by the stage that reaches the level, without polling. If ctx ends first,
+// the transaction still executes; SubmitAndWait returns ctx's error and the
+// result carries only the id if one was assigned.
+func (l *Ledger) SubmitAndWait(ctx context.Context, op Op, level Level) (Result, error) {
+	if level < Computed || level > Snapshot {
+		return Result{}, ErrLevel
+	}
+	var r request
+	if err := prepare(op, l.cfg.MaxAccounts, &r); err != nil {
+		return Result{}, &InputError{Err: err}
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	w := opWaiterPool.Get().(*opWaiter)
+	r.w, r.wlevel = w, level
+	id, err := l.push(&r)
+	if err != nil {
+		opWaiterPool.Put(w)
+		return Result{}, err
+	}
+	select {
+	case <-w.done:
+		return w.take(), nil
+	case <-ctx.Done():
+		return Result{ID: id}, ctx.Err() // w is abandoned, not reused
+	case <-l.stopped:
+		select {
+		case <-w.done:
+			return w.take(), nil
+		default:
+			return Result{ID: id}, l.stoppedErr()
+		}
+	}
+}
+
+func (w *opWaiter) take() Result {
+	res := w.res
+	w.res = Result{}
+	opWaiterPool.Put(w)
+	return res
+}
+
+func (l *Ledger) stoppedErr() error {
+	if err := l.storageErr(); err != nil {
+		return err
+	}
+	return ErrClosed
+}
+
+func (l *Ledger) index(level Level) uint64 {
+	switch level {
+	case Sequenced:
+		return l.sequenced.Load()
+	case Computed:
+		return l.computed.Load()
+	case Committed:
+		return l.committed.Load()
+	default:
+		return l.snapshot.Load()
+	}
+}
+
+// Wait blocks until transaction id reaches level (Computed, Committed or
+// Snapshot), ctx ends, or the ledger stops. It returns at once if the level
+// is already reached. Waiting for an id not yet submitted is allowed.
+func (l *Ledger) Wait(ctx context.Context, id TxID, level Level) error {
+	if err := l.refused(l.state.Load()); err != nil {
+		return err
+	}
+	if level < Computed || level > Snapshot {
+		return ErrLevel
+	}
+	if l.index(level) >= uint64(id) {
+		return nil
+	}
+	wl := &l.waits[level]
+	w := &idWaiter{id: id, done: make(chan struct{})}
+	wl.add(w)
+	if l.index(level) >= uint64(id) {
+		wl.remove(w)
+		return nil
+	}
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		wl.remove(w)
+		return ctx.Err()
+	case <-l.stopped:
+		wl.remove(w)
+		if l.index(level) >= uint64(id) {
+			return nil
+		}
+		return l.stoppedErr()
+	}
+}
+
+// Indexes returns the pipeline's progress marks. They are loaded downstream
+// first, so Snapshot <= Committed <= Computed <= Sequenced holds in the
+// result.
+func (l *Ledger) Indexes() (Indexes, error) {
+	if err := l.refused(l.state.Load()); err != nil {
+		return Indexes{}, err
+	}
+	return l.indexes(), nil
+}
+
+func (l *Ledger) indexes() Indexes {
+	var x Indexes
+	x.Snapshot = TxID(l.snapshot.Load())
+	x.Committed = TxID(l.committed.Load())
+	x.Computed = TxID(l.computed.Load())
+	x.Sequenced = TxID(l.sequenced.Load())
+	return x
+}
+
+// Status returns the highest level transaction id has reached, derived
+// from the indexes, or Unknown if it has not been sequenced.
+func (l *Ledger) Status(id TxID) (Level, error) {
+	if err := l.refused(l.state.Load()); err != nil {
+		return Unknown, err
+	}
+	return l.indexes().levelOf(id), nil
+}
+
+// Result returns the outcome of a committed transaction, read from the WAL
+// (recent batches are served from pebble's memtable). It does not wait: it
+// fails with ErrNotCommitted for a transaction not yet durable (call Wait
+// with Committed first, or use SubmitAndWait) and with ErrNotFound for an id
+// never sequenced or below the WAL retention.
+func (l *Ledger) Result(id TxID) (Result, error) {
+	if err := l.enter(); err != nil {
+		return Result{}, err
+	}
+	defer l.exit()
+	switch x := l.indexes(); {
+	case id == 0 || id > x.Sequenced:
+		return Result{}, fmt.Errorf("tx %d: %w", id, ErrNotFound)
+	case id > x.Committed:
+		return Result{}, fmt.Errorf("tx %d: %w", id, ErrNotCommitted)
+	}
+	return readResult(l.db, uint64(id))
+}
+
+// Balance returns account's balance: it includes every transaction up to
+// the Snapshot index loaded before it (and possibly some of the batch being
+// applied). It is one atomic load; values are never torn.
+func (l *Ledger) Balance(account uint64) (int64, error) {
+	if err := l.refused(l.state.Load()); err != nil {
+		return 0, err
+	}
+	if account >= uint64(len(l.readable)) {
+		return 0, ErrAccountRange
+	}
+	return l.readable[account].Load(), nil
+}

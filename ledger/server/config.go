@@ -1,0 +1,112 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lanework/lanework/ledger/wire"
+)
+
+// Defaults for the zero fields of Config. Both listeners default to
+// loopback: exposing the ledger takes an explicit address.
+const (
+	DefaultAddr         = "127.0.0.1:7070"
+	DefaultHTTPAddr     = "127.0.0.1:7071"
+	DefaultMaxConns     = 4096
+	DefaultMaxInFlight  = 1024
+	DefaultMaxBatch     = 8192
+	DefaultIdleTimeout  = 5 * time.Minute
+	DefaultReadTimeout  = 10 * time.Second
+	DefaultWriteTimeout = 10 * time.Second
+)
+
+// ErrConfig is wrapped by every configuration error from New.
+var ErrConfig = errors.New("server: invalid config")
+
+// Config configures a Server. The zero value of every field selects its
+// documented default.
+type Config struct {
+	// Addr is the TCP address of the binary protocol; default
+	// 127.0.0.1:7070. Port 0 picks a free port (see Server.Addr).
+	Addr string
+	// HTTPAddr is the address of the HTTP/JSON API and /metrics; default
+	// 127.0.0.1:7071. "off" disables it.
+	HTTPAddr string
+	// MaxFrame bounds the length of a request frame and of an HTTP request
+	// body, in bytes; default wire.DefaultMaxFrame (4 MiB). A larger frame
+	// is answered with CodeTooLarge and its connection closed.
+	MaxFrame int
+	// MaxConns bounds open TCP connections; default 4096. A connection
+	// beyond it gets one CodeBusy error frame and is closed.
+	MaxConns int
+	// MaxInFlight bounds the requests of one connection read but not yet
+	// answered; default 1024. At the bound the server stops reading that
+	// connection until answers leave.
+	MaxInFlight int
+	// MaxBatch bounds the ops of one submit; default 8192. It must not be
+	// above the ledger's ring size (ledger.Config.RingSize), or large
+	// batches fail with ledger.ErrBatchSize.
+	MaxBatch int
+	// IdleTimeout closes a connection that has no request in flight and
+	// sends nothing for this long; default 5 minutes.
+	IdleTimeout time.Duration
+	// ReadTimeout bounds how long the rest of a frame may take once its
+	// first byte arrived (and an HTTP request's headers); default 10 s.
+	ReadTimeout time.Duration
+	// WriteTimeout closes a connection whose response write blocks this
+	// long (a client that does not read); default 10 s.
+	WriteTimeout time.Duration
+	// Logger receives connection-level events; default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = DefaultHTTPAddr
+	}
+	if c.MaxFrame == 0 {
+		c.MaxFrame = wire.DefaultMaxFrame
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	bad := func(f string, args ...any) (Config, error) {
+		return c, fmt.Errorf("%w: "+f, append([]any{ErrConfig}, args...)...)
+	}
+	switch {
+	case c.MaxFrame < wire.MinFrame+16:
+		return bad("MaxFrame %d too small", c.MaxFrame)
+	case c.MaxConns < 1:
+		return bad("MaxConns %d below 1", c.MaxConns)
+	case c.MaxInFlight < 1:
+		return bad("MaxInFlight %d below 1", c.MaxInFlight)
+	case c.MaxBatch < 1 || c.MaxBatch > wire.MaxOps:
+		return bad("MaxBatch %d out of range [1, %d]", c.MaxBatch, wire.MaxOps)
+	case c.IdleTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0:
+		return bad("negative timeout")
+	}
+	return c, nil
+}

@@ -1,0 +1,348 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/wire"
+)
+
+// conn is one binary-protocol connection: a reader goroutine (serve) and a
+// writer goroutine (write); its waiting requests run on the server's
+// workers.
+type conn struct {
+	s   *Server
+	nc  net.Conn
+	out outQueue
+
+	sem     chan struct{} // in-flight tokens: a request holds one until its answer is encoded
+	broken  chan struct{} // closed when the connection is dead (write failed or killed)
+	brkOnce sync.Once
+	stop    atomic.Bool // Shutdown: read no further requests
+	linger  bool        // set by the reader: drain input before closing
+	waits   sync.WaitGroup
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, nc: nc, sem: make(chan struct{}, s.cfg.MaxInFlight), broken: make(chan struct{})}
+	c.out.sig = make(chan struct{}, 1)
+	return c
+}
+
+// stopReading makes the reader return at its next network read.
+func (c *conn) stopReading() {
+	c.stop.Store(true)
+	_ = c.nc.SetReadDeadline(time.Now())
+}
+
+func (c *conn) isBroken() bool {
+	select {
+	case <-c.broken:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill closes the connection at once.
+func (c *conn) kill() {
+	c.brkOnce.Do(func() { close(c.broken) })
+	_ = c.nc.Close()
+}
+
+func (c *conn) serve() {
+	defer c.s.forget(c)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		c.write()
+	}()
+	c.read()
+	c.waits.Wait() // every request read gets its answer queued
+	c.out.close()
+	<-writerDone
+	if c.stop.Load() && !c.isBroken() {
+		// tell the client why the connection ends: requests it sent
+		// after Shutdown began were not read and will get no answer
+		c.s.refuse(c.nc, &wire.Error{Code: wire.CodeShutdown, Message: "server shutting down"})
+		return
+	}
+	if c.linger {
+		c.lingerClose()
+		return
+	}
+	_ = c.nc.Close()
+}
+
+// lingerClose closes a connection whose client may still be sending (after
+// an oversized or unreadable frame): it sends FIN after the error answer and
+// discards input for a moment, so that closing with unread data does not
+// reset the connection before the client has read the answer.
+func (c *conn) lingerClose() {
+	defer c.nc.Close()
+	tc, ok := c.nc.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	_ = tc.CloseWrite()
+	_ = tc.SetReadDeadline(time.Now().Add(time.Second))
+	_, _ = io.CopyN(io.Discard, tc, 4<<20)
+}
+
+// read runs the reader loop until EOF, an unrecoverable frame error,
+// Shutdown or a dead connection.
+func (c *conn) read() {
+	cfg := &c.s.cfg
+	br := bufio.NewReaderSize(c.nc, 4<<10)
+	fr := wire.NewFrameReader(br, cfg.MaxFrame)
+	dec := wire.NewDecoder()
+	var req wire.Request
+	var armed time.Time // when the read deadline was last set
+	for {
+		if c.stop.Load() {
+			return
+		}
+		if br.Buffered() == 0 {
+			// wait for the next frame under the idle timeout
+			for {
+				_ = c.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+				if c.stop.Load() {
+					return // checked after the set: Shutdown sets stop, then its deadline
+				}
+				_, err := br.Peek(1)
+				if err == nil {
+					break
+				}
+				if isTimeout(err) && !c.stop.Load() && len(c.sem) > 0 {
+					continue // requests in flight: the client is waiting, not idle
+				}
+				if isTimeout(err) && !c.stop.Load() {
+					c.s.m.idleClosed.Add(1)
+				}
+				return
+			}
+			armed = time.Now()
+			_ = c.nc.SetReadDeadline(armed.Add(cfg.ReadTimeout))
+			if c.stop.Load() {
+				return
+			}
+		} else if now := time.Now(); now.Sub(armed) > cfg.ReadTimeout/4 {
+			// a client that streams without pause never empties the
+			// buffer: keep its deadline ahead of it
+			armed = now
+			_ = c.nc.SetReadDeadline(now.Add(cfg.ReadTimeout))
+			if c.stop.Load() {
+				return // Shutdown's deadline may have been overwritten
+			}
+		}
+		h, body, err := fr.Next()
+		if err != nil {
+			c.frameError(h, err)
+			return
+		}
+		if !c.acquire() {
+			return
+		}
+		c.s.m.requests[h.Type].Add(1)
+		c.handle(h, body, dec, &req)
+	}
+}
+
+func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
+
+// frameError answers an unreadable frame if it can, before the connection
+// closes.
+func (c *conn) frameError(h wire.Header, err error) {
+	switch {
+	case errors.Is(err, wire.ErrFrameTooLarge):
+		c.s.m.badFrames.Add(1)
+		c.linger = true
+		if c.acquire() {
+			c.reply(response{id: h.ID, err: &wire.Error{Code: wire.CodeTooLarge, Message: err.Error()}})
+		}
+	case errors.Is(err, wire.ErrFrameTooShort):
+		c.s.m.badFrames.Add(1)
+		c.linger = true
+		if c.acquire() {
+			c.reply(response{err: &wire.Error{Code: wire.CodeMalformed, Message: err.Error()}})
+		}
+	case errors.Is(err, io.EOF), c.stop.Load():
+	default:
+		c.s.m.badFrames.Add(1) // truncated frame, read timeout, reset
+	}
+}
+
+// acquire takes an in-flight token, waiting while the connection is at its
+// bound; false if the connection died meanwhile.
+func (c *conn) acquire() bool {
+	select {
+	case c.sem <- struct{}{}:
+		return true
+	default:
+	}
+	select {
+	case c.sem <- struct{}{}:
+		return true
+	case <-c.broken:
+		return false
+	}
+}
+
+// reply queues an answer; the writer releases its token.
+func (c *conn) reply(r response) {
+	if r.err != nil {
+		c.s.m.errors[min(int(r.err.Code), len(c.s.m.errors)-1)].Add(1)
+	}
+	c.out.push(r)
+}
+
+func (c *conn) fail(id uint64, err error) {
+	c.reply(response{id: id, err: wire.AsError(ctxErr(err))})
+}
+
+// handle answers one request. Quick ones are answered inline; waits run in
+// their own goroutine.
+func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.Request) {
+	l := c.s.l
+	if err := dec.Request(h.Type, body, req); err != nil {
+		c.s.m.badFrames.Add(1)
+		c.fail(h.ID, err)
+		return
+	}
+	switch h.Type {
+	case wire.TypePing:
+		c.reply(response{typ: wire.TypePong, id: h.ID})
+	case wire.TypeSubmit:
+		c.submit(h.ID, req)
+	case wire.TypeSubmitWait:
+		if req.Level < ledger.Computed || req.Level > ledger.Snapshot {
+			c.fail(h.ID, ledger.ErrLevel)
+			return
+		}
+		op, level := req.Op, req.Level
+		c.waits.Add(1)
+		c.s.workers.run(func() {
+			defer c.waits.Done()
+			res, err := l.SubmitAndWait(c.s.ctx, op, level)
+			if err != nil {
+				c.fail(h.ID, err)
+				return
+			}
+			c.s.m.ops.Add(1)
+			c.s.m.observe(&res)
+			c.reply(response{typ: wire.TypeResultIs, id: h.ID, res: res})
+		})
+	case wire.TypeWait:
+		x, err := l.Indexes()
+		switch {
+		case err != nil:
+			c.fail(h.ID, err)
+		case req.Level < ledger.Computed || req.Level > ledger.Snapshot:
+			c.fail(h.ID, ledger.ErrLevel)
+		case req.Tx == 0 || req.Tx > x.Sequenced:
+			c.fail(h.ID, ledger.ErrNotFound) // never wait for an id that may never come
+		default:
+			c.wait(h.ID, req.Tx, req.Level, response{typ: wire.TypeWaited, id: h.ID})
+		}
+	case wire.TypeBalance:
+		b, err := l.Balance(req.Account)
+		if err != nil {
+			c.fail(h.ID, err)
+			return
+		}
+		c.reply(response{typ: wire.TypeBalanceIs, id: h.ID, bal: b})
+	case wire.TypeStatus:
+		lv, err := l.Status(req.Tx)
+		if err != nil {
+			c.fail(h.ID, err)
+			return
+		}
+		c.reply(response{typ: wire.TypeStatusIs, id: h.ID, level: lv})
+	case wire.TypeResult:
+		// Result waits for the group commit of a transaction not yet
+		// durable: do that off the reader goroutine.
+		tx := req.Tx
+		result := func() {
+			res, err := l.Result(tx)
+			if err != nil {
+				c.fail(h.ID, err)
+				return
+			}
+			c.reply(response{typ: wire.TypeResultIs, id: h.ID, res: res})
+		}
+		if lv, err := l.Status(tx); err == nil && (lv >= ledger.Committed || lv == ledger.Unknown) {
+			result()
+			return
+		}
+		c.waits.Add(1)
+		c.s.workers.run(func() {
+			defer c.waits.Done()
+			result()
+		})
+	case wire.TypeIndexes:
+		x, err := l.Indexes()
+		if err != nil {
+			c.fail(h.ID, err)
+			return
+		}
+		c.reply(response{typ: wire.TypeIndexesAre, id: h.ID, idx: x})
+	}
+}
+
+// submit sequences a batch (atomically, contiguous ids) and answers at
+// once or when its last op reached the requested level.
+func (c *conn) submit(id uint64, req *wire.Request) {
+	switch {
+	case len(req.Ops) == 0 || len(req.Ops) > c.s.cfg.MaxBatch:
+		c.fail(id, &ledger.InputError{Err: ledger.ErrBatchSize})
+		return
+	case req.Level > ledger.Snapshot:
+		c.fail(id, ledger.ErrLevel)
+		return
+	}
+	first, last, err := c.s.l.SubmitBatch(req.Ops)
+	if err != nil {
+		c.fail(id, err)
+		return
+	}
+	c.s.m.ops.Add(uint64(len(req.Ops)))
+	r := response{typ: wire.TypeSubmitted, id: id, first: first, last: last}
+	if req.Level <= ledger.Sequenced {
+		c.reply(r)
+		return
+	}
+	c.wait(id, last, req.Level, r)
+}
+
+// wait answers r once tx reached level.
+func (c *conn) wait(id uint64, tx ledger.TxID, level ledger.Level, r response) {
+	if lv, err := c.s.l.Status(tx); err == nil && lv >= level {
+		c.reply(r)
+		return
+	}
+	c.waits.Add(1)
+	c.s.workers.run(func() {
+		defer c.waits.Done()
+		if err := c.s.l.Wait(c.s.ctx, tx, level); err != nil {
+			c.fail(id, err)
+			return
+		}
+		c.reply(r)
+	})
+}
+
+// ctxErr maps the server's abandon context to a shutdown error.
+func ctxErr(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return wire.ErrShutdown
+	}
+	return err
+}

@@ -1,0 +1,212 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/wire"
+)
+
+// Handler returns the HTTP/JSON API:
+//
+//	POST /v1/ops                     one op object or an array; ?wait=none|computed|committed|snapshot (default committed)
+//	GET  /v1/accounts/{id}/balance   {"account":1,"balance":100}
+//	GET  /v1/tx/{id}                 {"id":1,"status":"committed","result":{...}}
+//	GET  /v1/indexes                 {"sequenced":..,"computed":..,"committed":..,"snapshot":..}
+//	GET  /healthz                    200 "ok", or 503 once the ledger is closed or failed
+//	GET  /metrics                    Prometheus text format
+//
+// Errors are {"error":"...","code":N,"index":I} with the wire error code.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/ops", s.handleOps)
+	mux.HandleFunc("GET /v1/accounts/{id}/balance", s.handleBalance)
+	mux.HandleFunc("GET /v1/tx/{id}", s.handleTx)
+	mux.HandleFunc("GET /v1/indexes", s.handleIndexes)
+	mux.HandleFunc("GET /healthz", s.handleHealth)
+	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.m.httpReqs.Add(1)
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) httpError(w http.ResponseWriter, err error) {
+	we := wire.AsError(ctxErr(err))
+	s.m.errors[min(int(we.Code), len(s.m.errors)-1)].Add(1)
+	status := http.StatusInternalServerError
+	switch {
+	case we.Code == wire.CodeMalformed || we.Code == wire.CodeTooLarge || we.Code == wire.CodeLevel || we.Code.IsInput():
+		status = http.StatusBadRequest
+		if we.Code == wire.CodeTooLarge {
+			status = http.StatusRequestEntityTooLarge
+		}
+	case we.Code == wire.CodeNotFound:
+		status = http.StatusNotFound
+	case we.Code == wire.CodeClosed || we.Code == wire.CodeFailed || we.Code == wire.CodeShutdown:
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, jsonError{Error: err.Error(), Code: uint16(we.Code), Index: we.Index})
+}
+
+func parseLevel(s string) (ledger.Level, error) {
+	switch s {
+	case "", "committed":
+		return ledger.Committed, nil
+	case "none", "sequenced":
+		return ledger.Sequenced, nil
+	case "computed":
+		return ledger.Computed, nil
+	case "snapshot":
+		return ledger.Snapshot, nil
+	}
+	return 0, ledger.ErrLevel
+}
+
+func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
+	level, err := parseLevel(r.URL.Query().Get("wait"))
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.cfg.MaxFrame)))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			err = wire.ErrFrameTooLarge
+		}
+		s.httpError(w, err)
+		return
+	}
+	ops, single, err := parseOps(body)
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	if len(ops) == 0 || len(ops) > s.cfg.MaxBatch {
+		s.httpError(w, &ledger.InputError{Err: ledger.ErrBatchSize})
+		return
+	}
+	if single && level >= ledger.Computed {
+		res, err := s.l.SubmitAndWait(r.Context(), ops[0], level)
+		if err != nil {
+			s.httpError(w, err)
+			return
+		}
+		s.m.ops.Add(1)
+		s.m.observe(&res)
+		writeJSON(w, http.StatusOK, toJSONResult(&res))
+		return
+	}
+	first, last, err := s.l.SubmitBatch(ops)
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	s.m.ops.Add(uint64(len(ops)))
+	if level >= ledger.Computed {
+		if err := s.l.Wait(r.Context(), last, level); err != nil {
+			s.httpError(w, err)
+			return
+		}
+	}
+	if single {
+		writeJSON(w, http.StatusAccepted, map[string]ledger.TxID{"id": first})
+		return
+	}
+	status := http.StatusOK
+	if level < ledger.Computed {
+		status = http.StatusAccepted
+	}
+	writeJSON(w, status, map[string]ledger.TxID{"first": first, "last": last})
+}
+
+func pathUint(r *http.Request, name string) (uint64, error) {
+	v, err := strconv.ParseUint(r.PathValue(name), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: path %s: %v", wire.ErrMalformed, name, err)
+	}
+	return v, nil
+}
+
+func (s *Server) handleBalance(w http.ResponseWriter, r *http.Request) {
+	id, err := pathUint(r, "id")
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	b, err := s.l.Balance(id)
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Account uint64 `json:"account"`
+		Balance int64  `json:"balance"`
+	}{id, b})
+}
+
+func (s *Server) handleTx(w http.ResponseWriter, r *http.Request) {
+	id, err := pathUint(r, "id")
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	lv, err := s.l.Status(ledger.TxID(id))
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	if lv == ledger.Unknown {
+		s.httpError(w, ledger.ErrNotFound)
+		return
+	}
+	out := struct {
+		ID     uint64      `json:"id"`
+		Status string      `json:"status"`
+		Result *jsonResult `json:"result,omitempty"`
+	}{ID: id, Status: lv.String()}
+	if lv >= ledger.Committed {
+		res, err := s.l.Result(ledger.TxID(id))
+		if err != nil {
+			s.httpError(w, err)
+			return
+		}
+		out.Result = toJSONResult(&res)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleIndexes(w http.ResponseWriter, r *http.Request) {
+	x, err := s.l.Indexes()
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jsonIndexes(x))
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.l.Indexes(); err != nil || s.isClosing() {
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "ok\n")
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	_ = s.writeMetrics(w)
+}

@@ -1,0 +1,304 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/wire"
+)
+
+// ErrServerClosed is returned by Serve and Start after Shutdown.
+var ErrServerClosed = errors.New("server: closed")
+
+// Server serves one ledger. Create it with New; its methods are safe for
+// concurrent use.
+type Server struct {
+	l   *ledger.Ledger
+	cfg Config
+	m   metrics
+
+	ctx    context.Context // canceled when Shutdown gives up waiting
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	closing  bool
+	lns      []net.Listener
+	conns    map[*conn]struct{}
+	httpSrv  *http.Server
+	tcpAddr  net.Addr
+	httpAddr net.Addr
+
+	workers   *workers     // goroutines for requests that wait
+	open      atomic.Int64 // open TCP connections
+	connWG    sync.WaitGroup
+	serveWG   sync.WaitGroup
+	sampler   chan struct{} // closed to stop the throughput sampler
+	startOnce sync.Once
+}
+
+// New returns a server for l, which the caller opens and, after Shutdown,
+// closes. It validates cfg (errors wrap ErrConfig) but listens on nothing
+// until Start or Serve.
+func New(l *ledger.Ledger, cfg Config) (*Server, error) {
+	if l == nil {
+		return nil, fmt.Errorf("%w: nil ledger", ErrConfig)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{l: l, cfg: cfg, conns: make(map[*conn]struct{}), sampler: make(chan struct{}), workers: newWorkers()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Start listens on Config.Addr and Config.HTTPAddr and serves both in the
+// background until Shutdown. Addr and HTTPAddr report the bound addresses.
+func (s *Server) Start() error {
+	if s.isClosing() {
+		return ErrServerClosed
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("server: listen %s: %w", s.cfg.Addr, err)
+	}
+	var hln net.Listener
+	if s.cfg.HTTPAddr != "off" {
+		if hln, err = net.Listen("tcp", s.cfg.HTTPAddr); err != nil {
+			ln.Close()
+			return fmt.Errorf("server: listen http %s: %w", s.cfg.HTTPAddr, err)
+		}
+	}
+	if err := s.track(ln); err != nil {
+		ln.Close()
+		if hln != nil {
+			hln.Close()
+		}
+		return err
+	}
+	s.mu.Lock()
+	s.tcpAddr = ln.Addr()
+	s.mu.Unlock()
+	s.serveWG.Add(1)
+	go func() {
+		defer s.serveWG.Done()
+		_ = s.serve(ln)
+	}()
+	if hln != nil {
+		if err := s.startHTTP(hln); err != nil {
+			hln.Close()
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) startHTTP(ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: s.cfg.ReadTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.httpSrv, s.httpAddr = hs, ln.Addr()
+	s.mu.Unlock()
+	s.serveWG.Add(1)
+	go func() {
+		defer s.serveWG.Done()
+		_ = hs.Serve(ln)
+	}()
+	return nil
+}
+
+// Addr returns the bound TCP address once Start or Serve has listened, or nil.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tcpAddr
+}
+
+// HTTPAddr returns the bound HTTP address once Start has listened, or nil.
+func (s *Server) HTTPAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.httpAddr
+}
+
+// Serve accepts binary-protocol connections on ln until Shutdown, then
+// returns ErrServerClosed; any other accept error is returned at once.
+// Serve closes ln.
+func (s *Server) Serve(ln net.Listener) error {
+	if err := s.track(ln); err != nil {
+		ln.Close()
+		return err
+	}
+	s.mu.Lock()
+	if s.tcpAddr == nil {
+		s.tcpAddr = ln.Addr()
+	}
+	s.mu.Unlock()
+	return s.serve(ln)
+}
+
+func (s *Server) track(ln net.Listener) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return ErrServerClosed
+	}
+	s.lns = append(s.lns, ln)
+	s.startOnce.Do(func() { go s.sample() })
+	return nil
+}
+
+func (s *Server) serve(ln net.Listener) error {
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.isClosing() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay) // accept backoff (e.g. out of file descriptors)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		s.accept(nc)
+	}
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+func (s *Server) accept(nc net.Conn) {
+	s.m.accepted.Add(1)
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	if s.open.Add(1) > int64(s.cfg.MaxConns) {
+		s.open.Add(-1)
+		s.m.rejected.Add(1)
+		s.refuse(nc, &wire.Error{Code: wire.CodeBusy, Message: "too many connections"})
+		return
+	}
+	c := newConn(s, nc)
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		s.open.Add(-1)
+		s.refuse(nc, &wire.Error{Code: wire.CodeShutdown, Message: "server shutting down"})
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.connWG.Add(1)
+	s.mu.Unlock()
+	go c.serve()
+}
+
+// refuse writes one error frame (best effort, bounded by WriteTimeout) and
+// closes nc.
+func (s *Server) refuse(nc net.Conn, we *wire.Error) {
+	e := wire.NewEncoder()
+	e.Error(0, we)
+	_ = nc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	_, _ = nc.Write(e.Bytes())
+	_ = nc.Close()
+}
+
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.open.Add(-1)
+	s.connWG.Done()
+}
+
+// Shutdown stops accepting connections, stops reading requests, answers
+// every request already read, and closes every connection; the HTTP
+// listener finishes its in-flight requests the same way. If ctx ends
+// first, Shutdown abandons the remaining waits, closes the connections
+// at once and returns ctx's error. The ledger stays open: close it after
+// Shutdown returns. Shutdown is idempotent.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	first := !s.closing
+	s.closing = true
+	lns := s.lns
+	s.lns = nil
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	hs := s.httpSrv
+	s.mu.Unlock()
+	if first {
+		close(s.sampler)
+	}
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
+	for _, c := range conns {
+		c.stopReading()
+	}
+	var herr error
+	httpDone := make(chan struct{})
+	go func() {
+		defer close(httpDone)
+		if hs != nil {
+			herr = hs.Shutdown(ctx)
+		}
+	}()
+	done := make(chan struct{})
+	go func() {
+		s.connWG.Wait()
+		s.serveWG.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		s.cancel()
+		s.mu.Lock()
+		for c := range s.conns {
+			c.kill()
+		}
+		s.mu.Unlock()
+		if hs != nil {
+			_ = hs.Close()
+		}
+		<-done
+	}
+	<-httpDone
+	s.cancel()
+	if first {
+		s.workers.stop() // every connection is done: no more work
+	}
+	if err == nil && herr != nil && !errors.Is(herr, http.ErrServerClosed) {
+		err = herr
+	}
+	return err
+}

@@ -1,0 +1,146 @@
+package server
+
+import (
+	"sync"
+	"time"
+
+	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/wire"
+)
+
+// response is one answer waiting for the writer.
+type response struct {
+	typ         wire.Type
+	id          uint64
+	err         *wire.Error // set: the answer is a TypeError
+	first, last ledger.TxID
+	res         ledger.Result
+	bal         int64
+	level       ledger.Level
+	idx         ledger.Indexes
+}
+
+// outQueue hands responses to the writer. It grows only as far as the
+// answers waiting (at most MaxInFlight), so an idle connection holds no
+// buffer.
+type outQueue struct {
+	mu     sync.Mutex
+	q      []response
+	closed bool
+	sig    chan struct{} // capacity 1: "something to do"
+}
+
+func (q *outQueue) push(r response) {
+	q.mu.Lock()
+	q.q = append(q.q, r)
+	q.mu.Unlock()
+	select {
+	case q.sig <- struct{}{}:
+	default:
+	}
+}
+
+func (q *outQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	select {
+	case q.sig <- struct{}{}:
+	default:
+	}
+}
+
+// take swaps the queued responses with spare (emptied) and reports whether
+// the queue is closed and drained.
+func (q *outQueue) take(spare []response) ([]response, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	got := q.q
+	q.q = spare[:0]
+	return got, q.closed && len(got) == 0
+}
+
+// flushAt bounds the bytes encoded before a write.
+const flushAt = 256 << 10
+
+// write is the writer loop: it encodes every queued answer, writes them in
+// one call per batch under WriteTimeout, and releases their tokens. After
+// a failed write it keeps releasing tokens (discarding answers) until the
+// queue closes, so the reader never waits on a dead connection.
+func (c *conn) write() {
+	var enc *wire.Encoder // allocated on first use: idle connections hold none
+	var spare []response
+	dead := false
+	for {
+		<-c.out.sig
+		for {
+			batch, done := c.out.take(spare)
+			spare = nil // the queue owns it now; never alias it
+			if done {
+				return
+			}
+			if len(batch) == 0 {
+				spare = batch
+				break
+			}
+			if enc == nil {
+				enc = wire.NewEncoder()
+			}
+			for i := range batch {
+				if !dead {
+					encode(enc, &batch[i])
+				}
+				batch[i] = response{}
+				<-c.sem
+				if !dead && (enc.Len() >= flushAt || i == len(batch)-1) {
+					dead = !c.flush(enc)
+				}
+			}
+			spare = batch
+			if cap(spare) > 4096 {
+				spare = nil // do not keep a burst's memory forever
+			}
+			if enc.Len() == 0 && cap(enc.Bytes()) > 1<<20 {
+				enc = nil
+			}
+		}
+	}
+}
+
+// flush writes enc's frames; false if the connection is dead.
+func (c *conn) flush(enc *wire.Encoder) bool {
+	defer enc.Reset()
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+	if _, err := c.nc.Write(enc.Bytes()); err != nil {
+		if isTimeout(err) {
+			c.s.m.slowClosed.Add(1)
+			c.s.cfg.Logger.Warn("ledger server: closing connection that does not read", "remote", c.nc.RemoteAddr().String())
+		}
+		c.kill()
+		return false
+	}
+	return true
+}
+
+func encode(e *wire.Encoder, r *response) {
+	if r.err != nil {
+		e.Error(r.id, r.err)
+		return
+	}
+	switch r.typ {
+	case wire.TypePong:
+		e.Pong(r.id)
+	case wire.TypeSubmitted:
+		e.Submitted(r.id, r.first, r.last)
+	case wire.TypeResultIs:
+		e.ResultIs(r.id, &r.res)
+	case wire.TypeWaited:
+		e.Waited(r.id)
+	case wire.TypeBalanceIs:
+		e.BalanceIs(r.id, r.bal)
+	case wire.TypeStatusIs:
+		e.StatusIs(r.id, r.level)
+	case wire.TypeIndexesAre:
+		e.IndexesAre(r.id, r.idx)
+	}
+}

@@ -1,0 +1,76 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// snapChunkAccounts is how many balances one snapshot chunk holds.
+const snapChunkAccounts = 1 << 16
+
+// refsChunk is the chunk number of the dedup window.
+const refsChunk = math.MaxUint32
+
+// Snapshot chunk layouts (sealed with a CRC32C prefix like every record):
+//
+//	balances: u64 first account, u32 count, count x i64 balance (little-endian)
+//	refs:     u32 count, count x { u64 tx id, u64 UserRef }
+func encodeBalanceChunk(dst []byte, first uint64, bal []int64) []byte {
+	dst = dst[:0]
+	dst = binary.LittleEndian.AppendUint64(dst, first)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(bal)))
+	for _, b := range bal {
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(b))
+	}
+	return sealRecord(dst)
+}
+
+// decodeBalanceChunk checks a chunk and copies its balances into bal at
+// their accounts.
+func decodeBalanceChunk(val []byte, wantFirst uint64, bal []int64) error {
+	b, err := openRecord(val)
+	if err != nil {
+		return err
+	}
+	if len(b) < 12 {
+		return fmt.Errorf("chunk of %d bytes", len(b))
+	}
+	first, n := binary.LittleEndian.Uint64(b), uint64(binary.LittleEndian.Uint32(b[8:]))
+	if first != wantFirst || uint64(len(b)-12) != 8*n || first > uint64(len(bal)) || n > uint64(len(bal))-first {
+		return fmt.Errorf("chunk header first=%d count=%d, want first=%d", first, n, wantFirst)
+	}
+	for i := uint64(0); i < n; i++ {
+		bal[first+i] = int64(binary.LittleEndian.Uint64(b[12+8*i:]))
+	}
+	return nil
+}
+
+func encodeRefsChunk(refs []refEntry) []byte {
+	dst := make([]byte, 0, 4+16*len(refs))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(refs)))
+	for _, r := range refs {
+		dst = binary.LittleEndian.AppendUint64(dst, r.id)
+		dst = binary.LittleEndian.AppendUint64(dst, r.ref)
+	}
+	return sealRecord(dst)
+}
+
+func decodeRefsChunk(val []byte) ([]refEntry, error) {
+	b, err := openRecord(val)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 4 {
+		return nil, fmt.Errorf("refs chunk of %d bytes", len(b))
+	}
+	n := uint64(binary.LittleEndian.Uint32(b))
+	if uint64(len(b)-4) != 16*n {
+		return nil, fmt.Errorf("refs chunk count %d for %d bytes", n, len(b))
+	}
+	refs := make([]refEntry, n)
+	for i := range refs {
+		refs[i] = refEntry{id: binary.LittleEndian.Uint64(b[4+16*i:]), ref: binary.LittleEndian.Uint64(b[12+16*i:])}
+	}
+	return refs, nil
+}

@@ -1,0 +1,207 @@
+package ledger
+
+import (
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/lanework/lanework/pressure"
+)
+
+const (
+	// transactorRun bounds the requests the Transactor takes per iteration.
+	transactorRun = 4096
+	// snapshotterRun bounds the records the Snapshotter applies per iteration.
+	snapshotterRun = 4096
+	// walMaxBytes bounds one WAL batch value, well under half the memtable
+	// (pebble hands larger batches over as whole memtables).
+	walMaxBytes = 8 << 20
+)
+
+// Every stage loop follows one pattern: take what is ready; if nothing is,
+// exit once the upstream stage has finished and the ring is empty (the
+// upstream stores its done flag after its last publication, so reloading the
+// ring after seeing the flag cannot miss an item), else let the pressure
+// manager decide how to wait. After publishing, a stage calls Wake so that a
+// parked neighbour sees the work; after consuming, so that a producer blocked
+// on a full ring gets the CPU back promptly.
+
+// runTransactor is the single writer of the working balances.
+func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
+	defer l.wg.Done()
+	defer func() { l.txDone.Store(true); l.pm.Wake() }()
+	reqs := make([]request, min(transactorRun, l.cfg.RingSize))
+	next := l.base
+	var bo backoff
+	for {
+		out := l.toWAL.Reserve(len(reqs))
+		if len(out) == 0 { // back pressure: the WAL is behind
+			if l.halted() {
+				return
+			}
+			bo.wait()
+			continue
+		}
+		bo = backoff{}
+		_, n := l.seq.TryPopN(reqs[:len(out)])
+		if n == 0 {
+			if l.stopping.Load() && l.seq.Len() == 0 {
+				return
+			}
+			if l.halted() || !st.OnEmpty() {
+				return
+			}
+			continue
+		}
+		st.OnWork()
+		ts := l.now()
+		for i := range n {
+			x.execute(&reqs[i], next+uint64(i), ts, &out[i])
+			reqs[i] = request{} // drop references to legs and waiters
+		}
+		l.toWAL.Commit(n)
+		next += uint64(n)
+		l.computed.Store(next - 1)
+		l.waits[Computed].release(TxID(next - 1))
+		deliver(out[:n], Computed)
+		l.pm.Wake()
+	}
+}
+
+// deliver hands SubmitAndWait callers waiting for level their results.
+func deliver(recs []txRecord, level Level) {
+	for i := range recs {
+		if r := &recs[i]; r.wlevel == level {
+			r.w.deliver(r)
+		}
+	}
+}
+
+// runWAL group-commits whatever the Transactor has computed, up to
+// WALMaxBatch transactions, as one pebble key written with Sync. Under light
+// load that is a batch of one; under heavy load transactions pile up during
+// each sync and the next batch is large. Committed advances only after the
+// sync returns: everything at or below it survives a crash.
+func (l *Ledger) runWAL(st *pressure.Stage) {
+	defer l.wg.Done()
+	defer func() { l.walDone.Store(true); l.pm.Wake() }()
+	var key [9]byte
+	buf := make([]byte, 0, 1<<20)
+	b := l.db.NewBatch()
+	defer b.Close()
+	for {
+		recs := l.toWAL.PeekN(l.cfg.WALMaxBatch)
+		if len(recs) == 0 {
+			if l.txDone.Load() && l.toWAL.Len() == 0 {
+				return
+			}
+			if l.halted() || !st.OnEmpty() {
+				return
+			}
+			continue
+		}
+		st.OnWork()
+		var k int
+		buf, k = encodeBatch(buf[:0], recs, walMaxBytes)
+		recs = recs[:k]
+		b.Reset()
+		err := b.Set(putIDKey(&key, prefixWAL, recs[0].id), buf, nil)
+		if err == nil {
+			err = b.Commit(pebble.Sync)
+		}
+		if err != nil {
+			l.fail(err)
+			return
+		}
+		last := recs[k-1].id
+		l.committed.Store(last)
+		l.waits[Committed].release(TxID(last))
+		deliver(recs, Committed)
+		var bo backoff
+		for off := 0; off < k; {
+			dst := l.toSnap.Reserve(k - off)
+			if len(dst) == 0 {
+				if l.halted() {
+					return
+				}
+				bo.wait()
+				continue
+			}
+			c := copy(dst, recs[off:])
+			l.toSnap.Commit(c)
+			off += c
+			l.pm.Wake()
+		}
+		l.toWAL.Advance(k)
+		l.pm.Wake()
+	}
+}
+
+// runSnapshotter applies committed entries to the readable balances and
+// hands a copy of them to the persister every SnapshotEvery transactions.
+func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
+	defer l.wg.Done()
+	defer close(l.persistCh)
+	lastSnap := l.persisted.Load()
+	for {
+		recs := l.toSnap.PeekN(snapshotterRun)
+		if len(recs) == 0 {
+			if l.walDone.Load() && l.toSnap.Len() == 0 {
+				return
+			}
+			if l.halted() || !st.OnEmpty() {
+				return
+			}
+			continue
+		}
+		st.OnWork()
+		for i := range recs {
+			r := &recs[i]
+			// The resulting balance is stored, not added: a single atomic
+			// store per entry, and readers never see a torn value.
+			for _, e := range r.entries() {
+				l.readable[e.Account].Store(e.Balance)
+			}
+			if r.userRef != 0 && r.fail != Duplicate {
+				refs.trim(r.id, nil)
+				refs.push(refEntry{id: r.id, ref: r.userRef})
+			}
+		}
+		last := recs[len(recs)-1].id
+		l.snapshot.Store(last)
+		l.waits[Snapshot].release(TxID(last))
+		deliver(recs, Snapshot)
+		l.toSnap.Advance(len(recs))
+		l.pm.Wake()
+		if l.cfg.SnapshotEvery > 0 && last-lastSnap >= uint64(l.cfg.SnapshotEvery) {
+			select {
+			case s := <-l.snapFree:
+				// Copying 8 bytes per account stalls this stage briefly;
+				// encoding and the synced write happen in the persister.
+				for i := range s.bal {
+					s.bal[i] = l.readable[i].Load()
+				}
+				refs.trim(last+1, nil)
+				s.txID, s.refs = last, refs.entries()
+				l.persistCh <- s
+				lastSnap = last
+			default: // the previous snapshot is still being written
+			}
+		}
+	}
+}
+
+// runPersister writes the snapshots the Snapshotter hands over, one at a
+// time, and prunes old snapshots and WAL.
+func (l *Ledger) runPersister() {
+	defer l.wg.Done()
+	var buf []byte
+	for s := range l.persistCh {
+		var err error
+		buf, err = writeSnapshot(l.db, &l.cfg, s, buf)
+		if err != nil {
+			l.fail(err)
+		} else {
+			l.persisted.Store(s.txID)
+		}
+		s.refs = nil
+		l.snapFree <- s
+	}
+}

@@ -1,0 +1,211 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// WAL batch value layout, little-endian:
+//
+//	[0:4]   CRC32C (Castagnoli) of bytes [4:]
+//	[4:12]  first tx id (equals the key's id)
+//	[12:16] transaction count
+//	[16:24] base timestamp, Unix ns
+//	then per transaction:
+//	  u8   kind | 0x80 if a UserRef follows
+//	  u8   fail reason
+//	  u16  entry count
+//	  u32  timestamp - base, ns
+//	  u64  UserRef              (if flagged)
+//	  u64  original tx id       (if fail == Duplicate)
+//	  count x { u64 account, i64 delta, i64 resulting balance }
+const (
+	batchHeaderLen = 24
+	txHeaderLen    = 8
+	entryLen       = 24
+	hasRefFlag     = 0x80
+)
+
+// errBatch is wrapped by every decoding error; recovery turns it into a
+// *CorruptError naming the key.
+var errBatch = errors.New("bad WAL batch")
+
+// encodeBatch appends the encoding of a prefix of recs to dst and returns it
+// with the number of records encoded (at least 1 if recs is non-empty). It
+// stops early when a timestamp delta does not fit in 32 bits, or once the
+// batch holds maxBytes.
+func encodeBatch(dst []byte, recs []txRecord, maxBytes int) ([]byte, int) {
+	if len(recs) == 0 {
+		return dst, 0
+	}
+	start := len(dst)
+	base := recs[0].ts
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	dst = binary.LittleEndian.AppendUint64(dst, recs[0].id)
+	dst = binary.LittleEndian.AppendUint32(dst, 0) // count, patched below
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(base))
+	n := 0
+	for i := range recs {
+		r := &recs[i]
+		d := r.ts - base
+		if d < 0 || d > math.MaxUint32 || (n > 0 && len(dst)-start >= maxBytes) {
+			break
+		}
+		k := byte(r.kind)
+		if r.userRef != 0 {
+			k |= hasRefFlag
+		}
+		dst = append(dst, k, byte(r.fail))
+		dst = binary.LittleEndian.AppendUint16(dst, r.n)
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(d))
+		if r.userRef != 0 {
+			dst = binary.LittleEndian.AppendUint64(dst, r.userRef)
+		}
+		if r.fail == Duplicate {
+			dst = binary.LittleEndian.AppendUint64(dst, r.dupOf)
+		}
+		for _, e := range r.entries() {
+			dst = binary.LittleEndian.AppendUint64(dst, e.Account)
+			dst = binary.LittleEndian.AppendUint64(dst, uint64(e.Delta))
+			dst = binary.LittleEndian.AppendUint64(dst, uint64(e.Balance))
+		}
+		n++
+	}
+	b := dst[start:]
+	binary.LittleEndian.PutUint32(b[12:], uint32(n))
+	binary.LittleEndian.PutUint32(b[0:], crc32.Checksum(b[4:], castagnoli))
+	return dst, n
+}
+
+// walTx is one decoded transaction. Its entries stay encoded in raw and are
+// read with entry, so decoding allocates nothing.
+type walTx struct {
+	id      uint64
+	userRef uint64
+	dupOf   uint64
+	ts      int64
+	kind    Kind
+	fail    FailReason
+	n       int
+	raw     []byte
+}
+
+func (t *walTx) entry(i int) Entry {
+	b := t.raw[i*entryLen:]
+	return Entry{
+		Account: binary.LittleEndian.Uint64(b),
+		Delta:   int64(binary.LittleEndian.Uint64(b[8:])),
+		Balance: int64(binary.LittleEndian.Uint64(b[16:])),
+	}
+}
+
+func (t *walTx) result() Result {
+	r := Result{ID: TxID(t.id), Kind: t.kind, Fail: t.fail, UserRef: t.userRef, DupOf: TxID(t.dupOf), Timestamp: t.ts}
+	if t.n > 0 {
+		r.Entries = make([]Entry, t.n)
+		for i := range r.Entries {
+			r.Entries[i] = t.entry(i)
+		}
+	}
+	return r
+}
+
+// batchReader iterates the transactions of one verified WAL batch.
+type batchReader struct {
+	data  []byte
+	off   int
+	first uint64
+	count uint64
+	base  int64
+	i     uint64
+}
+
+// openBatch verifies the checksum and header of a batch value. It never
+// panics on arbitrary input.
+func openBatch(val []byte) (batchReader, error) {
+	if len(val) < batchHeaderLen {
+		return batchReader{}, fmt.Errorf("%w: %d bytes, shorter than its header", errBatch, len(val))
+	}
+	if got, want := crc32.Checksum(val[4:], castagnoli), binary.LittleEndian.Uint32(val); got != want {
+		return batchReader{}, fmt.Errorf("%w: checksum %08x, want %08x", errBatch, got, want)
+	}
+	b := batchReader{
+		data:  val,
+		off:   batchHeaderLen,
+		first: binary.LittleEndian.Uint64(val[4:]),
+		count: uint64(binary.LittleEndian.Uint32(val[12:])),
+		base:  int64(binary.LittleEndian.Uint64(val[16:])),
+	}
+	if b.count == 0 || b.first == 0 || b.first+b.count < b.first {
+		return batchReader{}, fmt.Errorf("%w: header first=%d count=%d", errBatch, b.first, b.count)
+	}
+	return b, nil
+}
+
+func (b *batchReader) last() uint64 { return b.first + b.count - 1 }
+
+// next decodes the next transaction into t; it returns false after the last.
+// Structural rules are checked here: known kind and fail reason, entry counts
+// that fit the kind, deltas that sum to zero, and no trailing bytes.
+func (b *batchReader) next(t *walTx) (bool, error) {
+	if b.i == b.count {
+		if b.off != len(b.data) {
+			return false, fmt.Errorf("%w: %d trailing bytes", errBatch, len(b.data)-b.off)
+		}
+		return false, nil
+	}
+	d := b.data[b.off:]
+	if len(d) < txHeaderLen {
+		return false, fmt.Errorf("%w: tx %d truncated", errBatch, b.first+b.i)
+	}
+	*t = walTx{
+		id:   b.first + b.i,
+		kind: Kind(d[0] &^ hasRefFlag),
+		fail: FailReason(d[1]),
+		n:    int(binary.LittleEndian.Uint16(d[2:])),
+		ts:   b.base + int64(binary.LittleEndian.Uint32(d[4:])),
+	}
+	p := txHeaderLen
+	if t.kind < KindDeposit || t.kind > KindComposite || t.fail >= numFailReasons {
+		return false, fmt.Errorf("%w: tx %d has kind %d, fail reason %d", errBatch, t.id, t.kind, t.fail)
+	}
+	if d[0]&hasRefFlag != 0 {
+		if len(d) < p+8 {
+			return false, fmt.Errorf("%w: tx %d truncated", errBatch, t.id)
+		}
+		t.userRef = binary.LittleEndian.Uint64(d[p:])
+		p += 8
+	}
+	if t.fail == Duplicate {
+		if len(d) < p+8 {
+			return false, fmt.Errorf("%w: tx %d truncated", errBatch, t.id)
+		}
+		t.dupOf = binary.LittleEndian.Uint64(d[p:])
+		p += 8
+	}
+	switch {
+	case t.fail != OK && t.n != 0,
+		t.fail == OK && t.kind != KindComposite && t.n != 2,
+		t.fail == OK && t.kind == KindComposite && (t.n == 0 || t.n > MaxLegs):
+		return false, fmt.Errorf("%w: tx %d (%v, %v) has %d entries", errBatch, t.id, t.kind, t.fail, t.n)
+	}
+	if len(d) < p+t.n*entryLen {
+		return false, fmt.Errorf("%w: tx %d truncated", errBatch, t.id)
+	}
+	t.raw = d[p : p+t.n*entryLen]
+	var sum sum128
+	for i := 0; i < t.n; i++ {
+		sum.add(t.entry(i).Delta)
+	}
+	if !sum.zero() {
+		return false, fmt.Errorf("%w: tx %d entries do not sum to zero", errBatch, t.id)
+	}
+	b.off += p + t.n*entryLen
+	b.i++
+	return true, nil
+}

@@ -1,0 +1,145 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lanework/lanework/ledger"
+)
+
+// Code is the error code of a TypeError body.
+type Code uint16
+
+// Protocol error codes (1-15).
+const (
+	CodeMalformed   Code = 1 // the body does not decode as the type requires
+	CodeUnknownType Code = 2 // the message type is not a known request
+	CodeTooLarge    Code = 3 // the frame is above the server's limit; the server closes the connection
+	CodeShutdown    Code = 4 // the server is shutting down
+	CodeBusy        Code = 5 // the server holds its maximum of connections; it closes this one
+	CodeInternal    Code = 15
+)
+
+// Ledger error codes (16 and up), one per ledger sentinel.
+const (
+	CodeClosed       Code = 16
+	CodeFailed       Code = 17
+	CodeNilOp        Code = 18
+	CodeZeroAmount   Code = 19
+	CodeAmountRange  Code = 20
+	CodeAccountRange Code = 21
+	CodeSameAccount  Code = 22
+	CodeNoLegs       Code = 23
+	CodeTooManyLegs  Code = 24
+	CodeFlags        Code = 25
+	CodeBatchSize    Code = 26
+	CodeLevel        Code = 27
+	CodeNotFound     Code = 29 // 28 is reserved
+)
+
+// Sentinels for the protocol codes, matched with errors.Is on an *Error.
+var (
+	ErrMalformed   = errors.New("wire: malformed message")
+	ErrUnknownType = errors.New("wire: unknown message type")
+	ErrShutdown    = errors.New("wire: server shutting down")
+	ErrBusy        = errors.New("wire: server busy")
+	ErrInternal    = errors.New("wire: internal server error")
+)
+
+var codeErrs = map[Code]error{
+	CodeMalformed:    ErrMalformed,
+	CodeUnknownType:  ErrUnknownType,
+	CodeTooLarge:     ErrFrameTooLarge,
+	CodeShutdown:     ErrShutdown,
+	CodeBusy:         ErrBusy,
+	CodeInternal:     ErrInternal,
+	CodeClosed:       ledger.ErrClosed,
+	CodeFailed:       ledger.ErrFailed,
+	CodeNilOp:        ledger.ErrNilOp,
+	CodeZeroAmount:   ledger.ErrZeroAmount,
+	CodeAmountRange:  ledger.ErrAmountRange,
+	CodeAccountRange: ledger.ErrAccountRange,
+	CodeSameAccount:  ledger.ErrSameAccount,
+	CodeNoLegs:       ledger.ErrNoLegs,
+	CodeTooManyLegs:  ledger.ErrTooManyLegs,
+	CodeFlags:        ledger.ErrFlags,
+	CodeBatchSize:    ledger.ErrBatchSize,
+	CodeLevel:        ledger.ErrLevel,
+	CodeNotFound:     ledger.ErrNotFound,
+}
+
+// order matters: ErrFailed wraps storage errors, so it is tested before the
+// generic fallback; input sentinels are distinct.
+var errCodes = []struct {
+	err  error
+	code Code
+}{
+	{ErrMalformed, CodeMalformed}, {ErrUnknownType, CodeUnknownType},
+	{ErrFrameTooLarge, CodeTooLarge}, {ErrShutdown, CodeShutdown}, {ErrBusy, CodeBusy},
+	{ledger.ErrClosed, CodeClosed}, {ledger.ErrFailed, CodeFailed},
+	{ledger.ErrNilOp, CodeNilOp}, {ledger.ErrZeroAmount, CodeZeroAmount},
+	{ledger.ErrAmountRange, CodeAmountRange}, {ledger.ErrAccountRange, CodeAccountRange},
+	{ledger.ErrSameAccount, CodeSameAccount}, {ledger.ErrNoLegs, CodeNoLegs},
+	{ledger.ErrTooManyLegs, CodeTooManyLegs}, {ledger.ErrFlags, CodeFlags},
+	{ledger.ErrBatchSize, CodeBatchSize}, {ledger.ErrLevel, CodeLevel},
+	{ledger.ErrNotFound, CodeNotFound},
+}
+
+// IsInput reports whether c is one of the codes of a ledger.InputError.
+func (c Code) IsInput() bool { return c >= CodeNilOp && c <= CodeBatchSize }
+
+// Error is a TypeError body: a failure the server reports for one request.
+// It unwraps to the matching sentinel (a ledger sentinel such as
+// ledger.ErrAccountRange or a wire sentinel such as ErrMalformed), so
+// errors.Is works across the network.
+type Error struct {
+	Code    Code
+	Index   int    // for input errors, the position of the op in a submit batch
+	Message string // human-readable; not part of the contract
+}
+
+// Error returns the server's message, prefixed with the code.
+func (e *Error) Error() string { return fmt.Sprintf("server error %d: %s", e.Code, e.Message) }
+
+// Unwrap returns the sentinel of e's code, or nil for an unknown code.
+func (e *Error) Unwrap() error { return codeErrs[e.Code] }
+
+// AsError converts err, returned by the ledger or the server, into an
+// *Error. Input errors keep their index. Unknown errors become
+// CodeInternal.
+func AsError(err error) *Error {
+	var we *Error
+	if errors.As(err, &we) {
+		return we
+	}
+	e := &Error{Code: CodeInternal, Message: truncate(err.Error())}
+	var ie *ledger.InputError
+	if errors.As(err, &ie) {
+		e.Index = ie.Index
+	}
+	for _, c := range errCodes {
+		if errors.Is(err, c.err) {
+			e.Code = c.code
+			break
+		}
+	}
+	return e
+}
+
+// Err converts e back into the error a local ledger call would have
+// returned where possible: an input code becomes a *ledger.InputError
+// wrapping e (so errors.Is finds the sentinel, errors.As the InputError);
+// every other code returns e itself.
+func (e *Error) Err() error {
+	if e.Code.IsInput() {
+		return &ledger.InputError{Index: e.Index, Err: e}
+	}
+	return e
+}
+
+func truncate(s string) string {
+	if len(s) > MaxMessage {
+		return s[:MaxMessage]
+	}
+	return s
+}

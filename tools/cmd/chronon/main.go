@@ -1,0 +1,83 @@
+// Command chronon runs, validates and benchmarks chronon cycle simulations
+// described by YAML topologies.
+//
+// Usage:
+//
+//	chronon run [--cycles N] [--workers N] [--counters out.csv] [--trace out.json] topology.yaml
+//	chronon validate topology.yaml
+//	chronon bench [--count 5]
+//
+// The unit types known to topologies are those of the chronon examples:
+// cpu.* (examples/cpupipeline) and minimal.* (examples/minimal).
+//
+// Exit status: 0 on success or a termination request with code 0; the
+// requested code for other termination requests; 1 for a failed run; 2 for
+// an invalid topology or bad usage.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lanework/lanework/chronon"
+	"github.com/lanework/lanework/chronon/examples/cpupipeline"
+	"github.com/lanework/lanework/chronon/examples/minimal"
+)
+
+func main() {
+	err := newApp(os.Stdout, os.Stderr).Run(os.Args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chronon:", err)
+	}
+	os.Exit(exitCode(err))
+}
+
+// exitCode maps an error returned by the app to a process exit status.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return 1
+}
+
+// newApp returns the CLI writing to stdout and stderr. It never exits the
+// process: errors carry their exit status (see exitCode).
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:            "chronon",
+		Usage:           "run cycle-accurate chronon simulations",
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {}, // main decides the status
+		Commands:        []*cli.Command{runCommand(), validateCommand(), benchCommand()},
+	}
+}
+
+// registry returns the unit types topologies may use.
+func registry() *chronon.Registry {
+	r := chronon.NewRegistry()
+	cpupipeline.Register(r)
+	minimal.Register(r)
+	return r
+}
+
+// usageError is a bad invocation, exit status 2.
+func usageError(format string, args ...any) error {
+	return cli.Exit(fmt.Sprintf(format, args...), 2)
+}
+
+func topologyArg(c *cli.Context) (string, error) {
+	if c.NArg() != 1 {
+		return "", usageError("%s: want exactly one topology file, got %d arguments", c.Command.Name, c.NArg())
+	}
+	return c.Args().First(), nil
+}

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lanework/lanework/chronon"
+)
+
+func validateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "validate",
+		Usage:     "check a topology: YAML, unit types, ports, zero-delay cycles",
+		ArgsUsage: "topology.yaml",
+		Action: func(c *cli.Context) error {
+			path, err := topologyArg(c)
+			if err != nil {
+				return err
+			}
+			s, cfg, err := chronon.Load(path, registry())
+			if err != nil {
+				return cli.Exit(err.Error(), 2)
+			}
+			fmt.Fprintf(c.App.Writer, "%s: ok: %d units, %d connections, %d cycles, %d workers\n",
+				path, len(s.Units()), s.Connections(), cfg.Cycles, cfg.Workers)
+			return nil
+		},
+	}
+}

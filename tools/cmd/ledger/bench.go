@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/bench"
+	"github.com/lanework/lanework/ledger/client"
+	"github.com/lanework/lanework/pressure"
+)
+
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "bench",
+		Usage: "measure durable throughput and latency, in process or against a server (--addr)",
+		Description: "Without --addr, runs the ledger's benchmark harness on a fresh ledger in --dir (a temporary\n" +
+			"directory by default, removed afterwards). With --addr, drives a running server over TCP with\n" +
+			"random deposits and transfers, --batch ops per submit, each waited for until committed.\n" +
+			"A progress line goes to stderr every second; the final table (or --json) to stdout.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "addr", EnvVars: []string{"LEDGER_ADDR"}, Usage: "server to drive; empty: in process"},
+			&cli.StringFlag{Name: "dir", Usage: "in process: ledger directory, must be new or empty (default: a temporary one)"},
+			&cli.DurationFlag{Name: "duration", Value: 10 * time.Second, Usage: "length of the run"},
+			&cli.IntFlag{Name: "submitters", Value: 1, Usage: "submitting goroutines (with --addr: concurrent requests)"},
+			&cli.Float64Flag{Name: "rate", Usage: "offered tx/s over all submitters; 0 saturates"},
+			&cli.Uint64Flag{Name: "accounts", Value: 1_000_000, Usage: "accounts the ops pick from (in process: MaxAccounts)"},
+			&cli.Float64Flag{Name: "transfer-share", Value: 0.5, Usage: "share of transfers among the ops"},
+			&cli.IntFlag{Name: "batch", Value: 1024, Usage: "with --addr: ops per submit (1: single-op submit-and-wait)"},
+			&cli.IntFlag{Name: "conns", Value: 2, Usage: "with --addr: pooled connections"},
+			waitStrategyFlag(),
+			&cli.BoolFlag{Name: "json", Usage: "print the final report as JSON"},
+		},
+		Action: runBench,
+	}
+}
+
+// benchReport is the final outcome, in either mode.
+type benchReport struct {
+	Mode        string        `json:"mode"`
+	Ops         uint64        `json:"ops"`
+	Elapsed     time.Duration `json:"elapsed_ns"`
+	Throughput  float64       `json:"tx_per_second"`
+	Batch       int           `json:"batch,omitempty"`
+	Submitters  int           `json:"submitters"`
+	SubmitP50   time.Duration `json:"submit_p50_ns,omitempty"`
+	SubmitP99   time.Duration `json:"submit_p99_ns,omitempty"`
+	CommitP50   time.Duration `json:"commit_p50_ns"`
+	CommitP99   time.Duration `json:"commit_p99_ns"`
+	CommitP999  time.Duration `json:"commit_p999_ns"`
+	PeakRSS     uint64        `json:"peak_rss_bytes,omitempty"`
+	FailedCalls uint64        `json:"failed_calls,omitempty"`
+}
+
+func runBench(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return usageError("bench: unexpected arguments %v", c.Args().Slice())
+	}
+	if c.Int("submitters") < 1 || c.Int("batch") < 1 || c.Duration("duration") <= 0 {
+		return usageError("bench: --submitters and --batch must be >= 1, --duration > 0")
+	}
+	var rep benchReport
+	var err error
+	if c.String("addr") != "" {
+		rep, err = benchRemote(c)
+	} else {
+		rep, err = benchLocal(c)
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printReport(c.App.Writer, &rep)
+	return nil
+}
+
+func printReport(w io.Writer, r *benchReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "mode\t%s\n", r.Mode)
+	fmt.Fprintf(tw, "submitters\t%d\n", r.Submitters)
+	if r.Batch > 0 {
+		fmt.Fprintf(tw, "batch\t%d\n", r.Batch)
+	}
+	fmt.Fprintf(tw, "ops\t%d\n", r.Ops)
+	fmt.Fprintf(tw, "elapsed\t%v\n", r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(tw, "throughput\t%.0f tx/s (durable)\n", r.Throughput)
+	if r.SubmitP50 > 0 {
+		fmt.Fprintf(tw, "submit call p50 / p99\t%v / %v\n", r.SubmitP50, r.SubmitP99)
+	}
+	fmt.Fprintf(tw, "to committed p50 / p99 / p99.9\t%v / %v / %v\n", r.CommitP50, r.CommitP99, r.CommitP999)
+	if r.PeakRSS > 0 {
+		fmt.Fprintf(tw, "peak RSS\t%.1f MiB\n", float64(r.PeakRSS)/(1<<20))
+	}
+	if r.FailedCalls > 0 {
+		fmt.Fprintf(tw, "failed calls\t%d\n", r.FailedCalls)
+	}
+	_ = tw.Flush()
+}
+
+// benchLocal runs the ledger's harness in process. The harness reports
+// only at the end, so the progress line shows elapsed time.
+func benchLocal(c *cli.Context) (benchReport, error) {
+	ws, err := pressure.ParseWaitStrategy(c.String("wait-strategy"))
+	if err != nil {
+		return benchReport{}, usageError("bench: %v", err)
+	}
+	dir := c.String("dir")
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "ledger-bench-"); err != nil {
+			return benchReport{}, err
+		}
+		defer os.RemoveAll(dir)
+	}
+	cfg := bench.Config{Dir: dir, Accounts: c.Uint64("accounts"), Submitters: c.Int("submitters"),
+		Duration: c.Duration("duration"), Rate: c.Float64("rate"), TransferShare: c.Float64("transfer-share"),
+		WaitStrategy: ws}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		start := time.Now()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprintln(c.App.ErrWriter)
+				return
+			case <-t.C:
+				fmt.Fprintf(c.App.ErrWriter, "\rin process: %4.0fs of %v", time.Since(start).Seconds(), cfg.Duration)
+			}
+		}
+	})
+	r, err := bench.Run(c.Context, cfg)
+	close(done)
+	wg.Wait()
+	if err != nil {
+		return benchReport{}, err
+	}
+	return benchReport{Mode: "in-process", Ops: r.Ops, Elapsed: r.Elapsed, Throughput: r.Throughput,
+		Submitters: cfg.Submitters, SubmitP50: r.SubmitP50, SubmitP99: r.SubmitP99,
+		CommitP50: r.CommitP50, CommitP99: r.CommitP99, CommitP999: r.CommitP999, PeakRSS: r.PeakRSS}, nil
+}
+
+// latencies collects per-call latencies (each call waits until committed).
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+// snapshot returns the p50, p99 and p99.9 of the samples added since the
+// last call with reset, or of all samples.
+func (l *latencies) quantiles(since int) (p50, p99, p999 time.Duration, n int) {
+	l.mu.Lock()
+	s := slices.Clone(l.d[since:])
+	n = len(l.d)
+	l.mu.Unlock()
+	if len(s) == 0 {
+		return 0, 0, 0, n
+	}
+	slices.Sort(s)
+	q := func(f float64) time.Duration { return s[min(len(s)-1, int(f*float64(len(s))))] }
+	return q(0.50), q(0.99), q(0.999), n
+}
+
+// benchRemote drives a server: --submitters goroutines each keep one
+// request in flight (a batch, or one op with --batch 1), waited for until
+// committed, optionally paced to --rate.
+func benchRemote(c *cli.Context) (benchReport, error) {
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration("duration")+30*time.Second)
+	defer cancel()
+	cl, err := client.Dial(ctx, c.String("addr"), client.WithConns(c.Int("conns")))
+	if err != nil {
+		return benchReport{}, err
+	}
+	defer cl.Close()
+	subs, batch, accounts := c.Int("submitters"), c.Int("batch"), max(c.Uint64("accounts"), 3)
+	share, rate := c.Float64("transfer-share"), c.Float64("rate")
+	var ops, failed atomic.Uint64
+	var lat latencies
+	deadline := time.Now().Add(c.Duration("duration"))
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range subs {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), uint64(start.UnixNano())))
+			buf := make([]ledger.Op, batch)
+			var interval time.Duration
+			if rate > 0 {
+				interval = time.Duration(float64(time.Second) * float64(batch) * float64(subs) / rate)
+			}
+			next := time.Now()
+			for time.Now().Before(deadline) {
+				if interval > 0 {
+					if d := time.Until(next); d > 0 {
+						time.Sleep(d) // pacing the offered load
+					}
+					next = next.Add(interval)
+				}
+				for i := range buf {
+					buf[i] = randomOp(r, accounts, share)
+				}
+				t0 := time.Now()
+				var err error
+				if batch == 1 {
+					_, err = cl.SubmitAndWait(ctx, buf[0], ledger.Committed)
+				} else {
+					_, _, err = cl.SubmitBatch(ctx, buf, ledger.Committed)
+				}
+				if err != nil {
+					failed.Add(1)
+					if ctx.Err() != nil {
+						return
+					}
+					continue
+				}
+				lat.add(time.Since(t0))
+				ops.Add(uint64(batch))
+			}
+		})
+	}
+	stop := make(chan struct{})
+	var pg sync.WaitGroup
+	pg.Go(func() { progress(c.App.ErrWriter, cl, &ops, &lat, stop) })
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(stop)
+	pg.Wait()
+	p50, p99, p999, _ := lat.quantiles(0)
+	return benchReport{Mode: "tcp " + c.String("addr"), Ops: ops.Load(), Elapsed: elapsed,
+		Throughput: float64(ops.Load()) / elapsed.Seconds(), Batch: batch, Submitters: subs,
+		CommitP50: p50, CommitP99: p99, CommitP999: p999, FailedCalls: failed.Load()}, nil
+}
+
+func randomOp(r *rand.Rand, accounts uint64, share float64) ledger.Op {
+	a := 1 + r.Uint64N(accounts-1)
+	if r.Float64() < share {
+		b := 1 + r.Uint64N(accounts-1)
+		if b == a {
+			b = 1 + a%(accounts-1)
+		}
+		return ledger.Transfer{From: a, To: b, Amount: 1 + r.Uint64N(100)}
+	}
+	return ledger.Deposit{Account: a, Amount: 1 + r.Uint64N(1000)}
+}
+
+// progress prints one line a second: throughput, latency of the last
+// second, and the server's index lags.
+func progress(w io.Writer, cl *client.Client, ops *atomic.Uint64, lat *latencies, stop <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	start, last, lastOps, lastN := time.Now(), time.Now(), uint64(0), 0
+	for {
+		final := false
+		select {
+		case <-stop:
+			final = true
+		case <-t.C:
+		}
+		now, n := time.Now(), ops.Load()
+		p50, p99, _, cnt := lat.quantiles(lastN)
+		lastN = cnt
+		rate := float64(n-lastOps) / max(now.Sub(last).Seconds(), 1e-3)
+		line := fmt.Sprintf("\r%5.1fs %10.0f tx/s  p50 %-9v p99 %-9v", now.Sub(start).Seconds(), rate,
+			p50.Round(time.Microsecond), p99.Round(time.Microsecond))
+		last, lastOps = now, n
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		if x, err := cl.Indexes(ctx); err == nil {
+			line += fmt.Sprintf(" lag seq>cmp %d cmp>com %d com>snap %d", x.Sequenced-x.Computed,
+				x.Computed-x.Committed, x.Committed-x.Snapshot)
+		}
+		cancel()
+		fmt.Fprint(w, line)
+		if final {
+			fmt.Fprintln(w)
+			return
+		}
+	}
+}

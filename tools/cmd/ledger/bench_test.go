@@ -1,0 +1,41 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBenchRemoteJSON(t *testing.T) {
+	addr := startServer(t)
+	out, stderr, code := runApp(t, "bench", "--addr", addr, "--duration", "1s", "--batch", "64",
+		"--submitters", "2", "--accounts", "1000", "--json")
+	require.Equal(t, 0, code, stderr)
+	var rep benchReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.Positive(t, rep.Ops)
+	assert.Positive(t, rep.Throughput)
+	assert.Positive(t, rep.CommitP99)
+	assert.Zero(t, rep.FailedCalls)
+	assert.Contains(t, stderr, "tx/s", "progress line")
+}
+
+func TestBenchRemoteTable(t *testing.T) {
+	addr := startServer(t)
+	out, stderr, code := runApp(t, "bench", "--addr", addr, "--duration", "1s", "--batch", "1",
+		"--submitters", "4", "--accounts", "1000", "--rate", "2000")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "throughput")
+	assert.Contains(t, out, "to committed p50 / p99 / p99.9")
+}
+
+func TestBenchInProcess(t *testing.T) {
+	out, stderr, code := runApp(t, "bench", "--duration", "1s", "--accounts", "10000", "--dir", t.TempDir(), "--json")
+	require.Equal(t, 0, code, stderr)
+	var rep benchReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.Equal(t, "in-process", rep.Mode)
+	assert.Positive(t, rep.Throughput)
+}

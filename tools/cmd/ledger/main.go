@@ -1,0 +1,98 @@
+// Command ledger serves a lanework ledger over the network and talks to a
+// running server.
+//
+// Usage:
+//
+//	ledger serve [--dir ./data] [--addr 127.0.0.1:7070] [--http-addr 127.0.0.1:7071]
+//	ledger deposit ACCOUNT AMOUNT      ledger withdraw ACCOUNT AMOUNT
+//	ledger transfer FROM TO AMOUNT     ledger balance ACCOUNT
+//	ledger tx ID                       ledger indexes
+//	ledger bench [--addr HOST:PORT] [--duration 10s] [--json]
+//
+// Every flag has an environment fallback (LEDGER_DIR, LEDGER_ADDR, ...; see
+// --help). Exit status: 0 ok, 1 failure (including a transaction that
+// executed but failed, such as insufficient funds), 2 bad usage.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/urfave/cli/v2"
+)
+
+func main() {
+	err := newApp(os.Stdout, os.Stderr).Run(os.Args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ledger:", err)
+	}
+	os.Exit(exitCode(err))
+}
+
+// exitCode maps an error returned by the app to a process exit status.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return 1
+}
+
+// usageError is a bad invocation, exit status 2.
+func usageError(format string, args ...any) error {
+	return cli.Exit(fmt.Sprintf(format, args...), 2)
+}
+
+func onUsageError(_ *cli.Context, err error, _ bool) error { return usageError("%v", err) }
+
+// newApp returns the CLI writing to stdout and stderr. It never exits the
+// process: errors carry their exit status (see exitCode).
+func newApp(stdout, stderr io.Writer) *cli.App {
+	cmds := []*cli.Command{serveCommand(), depositCommand(), withdrawCommand(), transferCommand(),
+		balanceCommand(), txCommand(), indexesCommand(), benchCommand()}
+	for _, c := range cmds {
+		c.OnUsageError = onUsageError
+	}
+	return &cli.App{
+		Name:            "ledger",
+		Usage:           "serve and use a lanework ledger",
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		OnUsageError:    onUsageError,
+		ExitErrHandler:  func(*cli.Context, error) {}, // main decides the status
+		CommandNotFound: func(c *cli.Context, name string) {
+			fmt.Fprintf(c.App.ErrWriter, "ledger: unknown command %q (see ledger --help)\n", name)
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageError("unknown command %q (see ledger --help)", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
+		Commands: cmds,
+	}
+}
+
+// args checks the number of positional arguments and parses them as
+// unsigned integers named by names.
+func args(c *cli.Context, names ...string) ([]uint64, error) {
+	if c.NArg() != len(names) {
+		return nil, usageError("%s: want %d arguments (%v), got %d", c.Command.Name, len(names), names, c.NArg())
+	}
+	out := make([]uint64, len(names))
+	for i, n := range names {
+		v, err := strconv.ParseUint(c.Args().Get(i), 10, 64)
+		if err != nil {
+			return nil, usageError("%s: %s %q is not a non-negative integer", c.Command.Name, n, c.Args().Get(i))
+		}
+		out[i] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/server"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// syncBuffer is a bytes.Buffer safe for a concurrent writer and reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runApp runs the CLI with args through App.Run and returns its stdout,
+// stderr and exit status.
+func runApp(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	return runAppContext(context.Background(), args...)
+}
+
+func runAppContext(ctx context.Context, args ...string) (string, string, int) {
+	var out, errb syncBuffer
+	err := newApp(&out, &errb).RunContext(ctx, append([]string{"ledger"}, args...))
+	if err != nil {
+		errb.Write([]byte("ledger: " + err.Error() + "\n"))
+	}
+	return out.String(), errb.String(), exitCode(err)
+}
+
+// startServer serves a fresh ledger on loopback and returns its address.
+func startServer(t *testing.T) string {
+	t.Helper()
+	l, err := ledger.Open(ledger.Config{Dir: t.TempDir(), MaxAccounts: 1000})
+	require.NoError(t, err)
+	s, err := server.New(l, server.Config{Addr: "127.0.0.1:0", HTTPAddr: "off", Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	require.NoError(t, s.Start())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, s.Shutdown(ctx))
+		require.NoError(t, l.Close())
+	})
+	return s.Addr().String()
+}
+
+func TestHelp(t *testing.T) {
+	out, _, code := runApp(t, "--help")
+	require.Equal(t, 0, code)
+	for _, cmd := range []string{"serve", "deposit", "withdraw", "transfer", "balance", "tx", "indexes", "bench"} {
+		require.Contains(t, out, cmd)
+		out, _, code := runApp(t, cmd, "--help")
+		require.Equal(t, 0, code, cmd)
+		require.Contains(t, out, "USAGE", cmd)
+	}
+	out, _, _ = runApp(t, "serve", "--help")
+	require.Contains(t, out, "LEDGER_DIR")
+	require.Contains(t, out, "LEDGER_ADDR")
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"deposit", "1"},
+		{"deposit", "x", "5"},
+		{"transfer", "1", "2"},
+		{"balance"},
+		{"tx", "-1"},
+		{"deposit", "--wait", "forever", "1", "2"},
+		{"balance", "--no-such-flag", "1"},
+		{"frobnicate"},
+		{"bench", "--batch", "0"},
+		{"serve", "--wait-strategy", "fast"},
+	} {
+		_, stderr, code := runApp(t, args...)
+		require.Equal(t, 2, code, "%v: %s", args, stderr)
+		require.NotEmpty(t, stderr, args)
+	}
+}
+
+func TestCommandsAgainstServer(t *testing.T) {
+	addr := startServer(t)
+	run := func(args ...string) (string, string, int) {
+		return runApp(t, append(append([]string{args[0]}, "--addr", addr), args[1:]...)...)
+	}
+	out, stderr, code := run("deposit", "1", "100")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "tx 1 deposit committed")
+	require.Contains(t, out, "account 1 +100 = 100")
+	out, stderr, code = run("transfer", "--wait", "snapshot", "1", "2", "30")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "account 2 +30 = 30")
+	out, _, code = run("balance", "2")
+	require.Equal(t, 0, code)
+	require.Equal(t, "30\n", out)
+
+	_, stderr, code = run("withdraw", "2", "31")
+	require.Equal(t, 1, code)
+	require.Equal(t, "ledger: tx 3: insufficient funds\n", stderr, "one clear line")
+
+	_, _, code = run("deposit", "--ref", "42", "3", "5")
+	require.Equal(t, 0, code)
+	_, stderr, code = run("deposit", "--ref", "42", "3", "5")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "duplicate of tx 4")
+
+	out, _, code = run("tx", "2")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "tx 2: ")
+	require.Contains(t, out, "kind: transfer")
+	require.Contains(t, out, "entry: account 1 -30 = 70")
+
+	_, stderr, code = run("tx", "999")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "not found")
+
+	out, _, code = run("indexes")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "sequenced 5")
+
+	_, stderr, code = run("balance", "5000")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "account out of range")
+	require.Equal(t, 1, strings.Count(stderr, "\n"))
+}
+
+func TestServerUnreachable(t *testing.T) {
+	_, stderr, code := runApp(t, "balance", "--addr", "127.0.0.1:1", "--timeout", "2s", "1")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "dial")
+	require.Equal(t, 1, strings.Count(stderr, "\n"))
+}

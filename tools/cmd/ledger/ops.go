@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/client"
+)
+
+// dial connects to --addr and returns a context bounded by --timeout.
+func dial(c *cli.Context) (*client.Client, context.Context, context.CancelFunc, error) {
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+	cl, err := client.Dial(ctx, c.String("addr"), client.WithConns(1))
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return cl, ctx, func() { cl.Close(); cancel() }, nil
+}
+
+func opFlags() []cli.Flag {
+	return append(clientFlags(),
+		&cli.Uint64Flag{Name: "ref", Usage: "idempotency key (UserRef): a retry with the same key cannot execute twice"},
+		&cli.StringFlag{Name: "wait", Value: "committed", EnvVars: []string{"LEDGER_WAIT"},
+			Usage: "answer once the transaction is computed, committed (durable) or snapshot (visible in balances)"},
+	)
+}
+
+func parseWait(s string) (ledger.Level, error) {
+	switch strings.ToLower(s) {
+	case "computed":
+		return ledger.Computed, nil
+	case "committed":
+		return ledger.Committed, nil
+	case "snapshot":
+		return ledger.Snapshot, nil
+	}
+	return 0, usageError("--wait %q: want computed, committed or snapshot", s)
+}
+
+func depositCommand() *cli.Command {
+	return &cli.Command{
+		Name: "deposit", Usage: "move AMOUNT from the system account into ACCOUNT", ArgsUsage: "ACCOUNT AMOUNT",
+		Flags: opFlags(),
+		Action: func(c *cli.Context) error {
+			a, err := args(c, "ACCOUNT", "AMOUNT")
+			if err != nil {
+				return err
+			}
+			return submit(c, ledger.Deposit{Account: a[0], Amount: a[1], UserRef: c.Uint64("ref")})
+		},
+	}
+}
+
+func withdrawCommand() *cli.Command {
+	return &cli.Command{
+		Name: "withdraw", Usage: "move AMOUNT from ACCOUNT to the system account", ArgsUsage: "ACCOUNT AMOUNT",
+		Flags: opFlags(),
+		Action: func(c *cli.Context) error {
+			a, err := args(c, "ACCOUNT", "AMOUNT")
+			if err != nil {
+				return err
+			}
+			return submit(c, ledger.Withdrawal{Account: a[0], Amount: a[1], UserRef: c.Uint64("ref")})
+		},
+	}
+}
+
+func transferCommand() *cli.Command {
+	return &cli.Command{
+		Name: "transfer", Usage: "move AMOUNT from FROM to TO", ArgsUsage: "FROM TO AMOUNT",
+		Flags: opFlags(),
+		Action: func(c *cli.Context) error {
+			a, err := args(c, "FROM", "TO", "AMOUNT")
+			if err != nil {
+				return err
+			}
+			return submit(c, ledger.Transfer{From: a[0], To: a[1], Amount: a[2], UserRef: c.Uint64("ref")})
+		},
+	}
+}
+
+// submit sends op, waits for --wait, and prints the outcome. A transaction
+// that executed but failed is an error (exit 1).
+func submit(c *cli.Context, op ledger.Op) error {
+	level, err := parseWait(c.String("wait"))
+	if err != nil {
+		return err
+	}
+	cl, ctx, done, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	res, err := cl.SubmitAndWait(ctx, op, level)
+	if err != nil {
+		return err
+	}
+	if res.Fail != ledger.OK {
+		if res.Fail == ledger.Duplicate {
+			return cli.Exit(fmt.Sprintf("tx %d: duplicate of tx %d", res.ID, res.DupOf), 1)
+		}
+		return cli.Exit(fmt.Sprintf("tx %d: %s", res.ID, res.Fail), 1)
+	}
+	fmt.Fprintf(c.App.Writer, "tx %d %s %s:", res.ID, res.Kind, level)
+	for _, e := range res.Entries {
+		if e.Account != ledger.SystemAccount {
+			fmt.Fprintf(c.App.Writer, " account %d %+d = %d;", e.Account, e.Delta, e.Balance)
+		}
+	}
+	fmt.Fprintln(c.App.Writer)
+	return nil
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lanework/lanework/ledger"
+)
+
+func balanceCommand() *cli.Command {
+	return &cli.Command{
+		Name: "balance", Usage: "print ACCOUNT's balance (as of the Snapshot index)", ArgsUsage: "ACCOUNT",
+		Flags: clientFlags(),
+		Action: func(c *cli.Context) error {
+			a, err := args(c, "ACCOUNT")
+			if err != nil {
+				return err
+			}
+			cl, ctx, done, err := dial(c)
+			if err != nil {
+				return err
+			}
+			defer done()
+			b, err := cl.Balance(ctx, a[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(c.App.Writer, b)
+			return nil
+		},
+	}
+}
+
+func txCommand() *cli.Command {
+	return &cli.Command{
+		Name: "tx", Usage: "print a transaction's status and, once committed, its outcome and entries", ArgsUsage: "ID",
+		Flags: clientFlags(),
+		Action: func(c *cli.Context) error {
+			a, err := args(c, "ID")
+			if err != nil {
+				return err
+			}
+			cl, ctx, done, err := dial(c)
+			if err != nil {
+				return err
+			}
+			defer done()
+			id := ledger.TxID(a[0])
+			lv, err := cl.Status(ctx, id)
+			if err != nil {
+				return err
+			}
+			if lv == ledger.Unknown {
+				return fmt.Errorf("tx %d: %w", id, ledger.ErrNotFound)
+			}
+			w := c.App.Writer
+			fmt.Fprintf(w, "tx %d: %s\n", id, lv)
+			if lv < ledger.Committed {
+				return nil
+			}
+			res, err := cl.Result(ctx, id)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "kind: %s\nresult: %s\n", res.Kind, res.Fail)
+			if res.UserRef != 0 {
+				fmt.Fprintf(w, "user ref: %d\n", res.UserRef)
+			}
+			if res.DupOf != 0 {
+				fmt.Fprintf(w, "duplicate of: %d\n", res.DupOf)
+			}
+			for _, e := range res.Entries {
+				fmt.Fprintf(w, "entry: account %d %+d = %d\n", e.Account, e.Delta, e.Balance)
+			}
+			return nil
+		},
+	}
+}
+
+func indexesCommand() *cli.Command {
+	return &cli.Command{
+		Name: "indexes", Usage: "print the pipeline's progress marks and the lags between them",
+		Flags: clientFlags(),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 0 {
+				return usageError("indexes: unexpected arguments %v", c.Args().Slice())
+			}
+			cl, ctx, done, err := dial(c)
+			if err != nil {
+				return err
+			}
+			defer done()
+			x, err := cl.Indexes(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "sequenced %d\ncomputed  %d (lag %d)\ncommitted %d (lag %d)\nsnapshot  %d (lag %d)\n",
+				x.Sequenced, x.Computed, x.Sequenced-x.Computed, x.Committed, x.Computed-x.Committed,
+				x.Snapshot, x.Committed-x.Snapshot)
+			return nil
+		},
+	}
+}

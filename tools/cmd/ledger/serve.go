@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/server"
+	"github.com/lanework/lanework/pressure"
+)
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve a ledger over TCP (binary protocol) and HTTP/JSON until SIGINT or SIGTERM",
+		Description: "Opens (or creates) the ledger in --dir, listens on --addr and --http-addr (loopback by default)\n" +
+			"and prints where. On SIGINT or SIGTERM it stops accepting, answers the requests in flight,\n" +
+			"closes the ledger cleanly and exits 0.",
+		Flags: []cli.Flag{
+			dirFlag(),
+			addrFlag(),
+			&cli.StringFlag{Name: "http-addr", Value: server.DefaultHTTPAddr, EnvVars: []string{"LEDGER_HTTP_ADDR"},
+				Usage: `address of the HTTP/JSON API and /metrics; "off" disables it`},
+			accountsFlag(),
+			waitStrategyFlag(),
+			&cli.Int64Flag{Name: "snapshot-every", EnvVars: []string{"LEDGER_SNAPSHOT_EVERY"},
+				Usage: "transactions between persisted snapshots (0: the ledger's default; negative: off)"},
+			&cli.IntFlag{Name: "max-conns", Value: server.DefaultMaxConns, EnvVars: []string{"LEDGER_MAX_CONNS"},
+				Usage: "most open TCP connections"},
+			&cli.IntFlag{Name: "max-inflight", Value: server.DefaultMaxInFlight, EnvVars: []string{"LEDGER_MAX_INFLIGHT"},
+				Usage: "most requests in flight per connection"},
+			&cli.IntFlag{Name: "max-frame", Value: 4 << 20, EnvVars: []string{"LEDGER_MAX_FRAME"},
+				Usage: "largest request frame (and HTTP body), bytes"},
+			&cli.IntFlag{Name: "max-batch", Value: server.DefaultMaxBatch, EnvVars: []string{"LEDGER_MAX_BATCH"},
+				Usage: "most ops in one submit"},
+			&cli.DurationFlag{Name: "idle-timeout", Value: server.DefaultIdleTimeout, EnvVars: []string{"LEDGER_IDLE_TIMEOUT"},
+				Usage: "close connections idle this long"},
+			&cli.DurationFlag{Name: "read-timeout", Value: server.DefaultReadTimeout, EnvVars: []string{"LEDGER_READ_TIMEOUT"},
+				Usage: "longest a started frame may take to arrive"},
+			&cli.DurationFlag{Name: "write-timeout", Value: server.DefaultWriteTimeout, EnvVars: []string{"LEDGER_WRITE_TIMEOUT"},
+				Usage: "close connections whose answers cannot be written this long (clients that do not read)"},
+			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, EnvVars: []string{"LEDGER_SHUTDOWN_TIMEOUT"},
+				Usage: "longest to wait for in-flight requests on shutdown"},
+		},
+		Action: serve,
+	}
+}
+
+func serve(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return usageError("serve: unexpected arguments %v", c.Args().Slice())
+	}
+	ws, err := pressure.ParseWaitStrategy(c.String("wait-strategy"))
+	if err != nil {
+		return usageError("serve: %v", err)
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	l, err := ledger.Open(ledger.Config{Dir: c.String("dir"), MaxAccounts: c.Uint64("max-accounts"),
+		WaitStrategy: ws, SnapshotEvery: c.Int64("snapshot-every")})
+	if err != nil {
+		return fmt.Errorf("open %s: %w", c.String("dir"), err)
+	}
+	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
+	s, err := server.New(l, server.Config{
+		Addr: c.String("addr"), HTTPAddr: c.String("http-addr"),
+		MaxConns: c.Int("max-conns"), MaxInFlight: c.Int("max-inflight"), MaxFrame: c.Int("max-frame"),
+		MaxBatch:    c.Int("max-batch"),
+		IdleTimeout: c.Duration("idle-timeout"), ReadTimeout: c.Duration("read-timeout"),
+		WriteTimeout: c.Duration("write-timeout"), Logger: logger,
+	})
+	if err == nil {
+		err = s.Start()
+	}
+	if err != nil {
+		_ = l.Close()
+		return err
+	}
+	x, _ := l.Indexes()
+	httpAt := "off"
+	if a := s.HTTPAddr(); a != nil {
+		httpAt = "http://" + a.String()
+	}
+	fmt.Fprintf(c.App.Writer, "ledger: serving %s (committed %d) on tcp %s, http %s\n", c.String("dir"), x.Committed, s.Addr(), httpAt)
+	<-ctx.Done()
+	stop()
+	fmt.Fprintln(c.App.Writer, "ledger: shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), c.Duration("shutdown-timeout"))
+	defer cancel()
+	serr := s.Shutdown(sctx)
+	cerr := l.Close()
+	if serr != nil {
+		return fmt.Errorf("shutdown: %w", serr)
+	}
+	if cerr != nil {
+		return fmt.Errorf("close ledger: %w", cerr)
+	}
+	fmt.Fprintln(c.App.Writer, "ledger: stopped cleanly")
+	return nil
+}
