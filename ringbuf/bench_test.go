@@ -11,9 +11,9 @@ import (
 // this ring design aborts on the reference machine; it works here.
 type (
 	p8   struct{ a uint64 }
-	p64  struct{ a [8]uint64 }
-	p144 struct{ a [18]uint64 }
-	p256 struct{ a [32]uint64 }
+	p64  [8]uint64
+	p144 [18]uint64
+	p256 [32]uint64
 )
 
 // backoff is the benchmarks' waiting policy for a full or empty ring: spin a
