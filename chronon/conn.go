@@ -1,6 +1,8 @@
 package chronon
 
 import (
+	"sync/atomic"
+
 	"github.com/lanework/lanework/frontier"
 	"github.com/lanework/lanework/ringbuf"
 )
@@ -36,20 +38,68 @@ type conn[T any] struct {
 	ring     *ringbuf.SPSC[msg[T]]  // single-connection destination
 	flane    *frontier.Lane[msg[T]] // fan-in destination
 
+	// cross is set by the parallel engine when producer and receiver are
+	// in different clusters, which may run on different goroutines: the
+	// producer then publishes its push count in pubPushes for the
+	// receiver's drained shortcut. shared is cross on a finite-capacity
+	// connection: the receiver then also publishes its ledger in pub, and
+	// the producer reads pub. Both are set between runs only.
+	cross  bool
+	shared bool
+
+	_ [cacheLine]byte // producer-owned fields below, receiver-owned after
+
 	// Producer-owned.
-	pushes     uint64 // total pushes
-	pushCycle  uint64 // cycle of the last push
-	pushesPrev uint64 // pushes before pushCycle
+	pushes     uint64        // total pushes
+	pushCycle  uint64        // cycle of the last push
+	pushesPrev uint64        // pushes before pushCycle
+	pubPushes  atomic.Uint64 // pushes, published after the message when cross
+
+	_ [cacheLine]byte
 
 	// Receiver-owned pop-credit ledger.
 	pops     uint64
 	popCycle uint64
 	popsPrev uint64 // pops before popCycle
+
+	pub ledger // the ledger as published to another worker, when shared
 }
+
+// ledger is a receiver's pop-credit ledger published for a producer on
+// another goroutine. It is written by the receiver only and sits on its own
+// cache line, away from the producer's push counts.
+//
+// The parallel engine never lets the receiver start cycle c+1 before the
+// producer has finished cycle c, nor the producer start cycle c before the
+// receiver has finished c-1 (see engine.go). So while the producer runs c,
+// the receiver is running c or waiting to; cycles before c are final. The
+// receiver stores prev, then cycle, then pops; the producer loads pops, then
+// cycle, then prev. sync/atomic operations are sequentially consistent, so:
+// if the producer sees cycle == c it returns prev, stored before cycle and
+// stable for the rest of c; otherwise the receiver had not started crediting
+// c when cycle was loaded, so the pops loaded before it count only earlier
+// cycles, and all of those (receiver done with c-1).
+type ledger struct {
+	_     [cacheLine]byte
+	pops  atomic.Uint64
+	cycle atomic.Uint64
+	prev  atomic.Uint64
+	_     [cacheLine - 24]byte
+}
+
+// cacheLine is the padding unit against false sharing.
+const cacheLine = 64
 
 // credits returns the pops credited to a producer in cycle c: those made in
 // earlier cycles.
 func (k *conn[T]) credits(c uint64) uint64 {
+	if k.shared {
+		pops := k.pub.pops.Load()
+		if k.pub.cycle.Load() == c {
+			return k.pub.prev.Load()
+		}
+		return pops
+	}
 	if k.popCycle == c {
 		return k.popsPrev
 	}
@@ -62,8 +112,15 @@ func (k *conn[T]) credit(c uint64) {
 	if k.popCycle != c {
 		k.popsPrev = k.pops
 		k.popCycle = c
+		if k.shared {
+			k.pub.prev.Store(k.popsPrev)
+			k.pub.cycle.Store(c)
+		}
 	}
 	k.pops++
+	if k.shared {
+		k.pub.pops.Store(k.pops)
+	}
 }
 
 // admits reports whether the connection accepts one more message in
@@ -104,23 +161,50 @@ func (k *conn[T]) push(c uint64, epoch uint32, v T) {
 		ok = k.flane.TryPush(m.arrive, m)
 	}
 	if !ok {
-		k.out.u.sim.overflow(k.name, c)
+		k.out.u.sim.overflow(k.out.u, k.name, c)
 	}
+	if k.cross {
+		k.pubPushes.Store(k.pushes)
+	}
+}
+
+// pushed returns the producer's push count as the receiver may use it: the
+// plain count on one goroutine, the published one across workers. The
+// published count may include pushes of the receiver's own cycle, which
+// are not ready; it includes every push of earlier cycles, since the
+// producer published those before finishing the cycle.
+func (k *conn[T]) pushed() uint64 {
+	if k.cross {
+		return k.pubPushes.Load()
+	}
+	return k.pushes
 }
 
 // stale reports whether a message stamped with epoch e is cancelled in
 // receiver cycle c. A cancel made in sender cycle x reaches the receiver in
 // cycle x+delay, like a message, so the outcome does not depend on the
 // order in which sender and receiver tick.
+//
+// Under the parallel engine the sender may be cancelling concurrently, in
+// the receiver's cycle. It stores cancelAt before bumping epoch, so an
+// epoch loaded past e guarantees cancel #e's cycle is visible; a second load
+// of epoch detects that the slot was reused meanwhile. A cancel the sender
+// makes in cycle c cannot pass the cycle test (delay >= 1 across workers),
+// so seeing it early changes nothing.
 func (k *conn[T]) stale(e uint32, c uint64) bool {
 	p := k.out
-	if e == p.epoch {
+	cur := p.epoch.Load()
+	if e == cur {
 		return false
 	}
-	if p.epoch-e > cancelHistory {
+	if cur-e > cancelHistory {
 		return true // cancel #e is older than the history; older than every visible one
 	}
-	return p.cancelAt[e%cancelHistory]+k.delay <= c
+	at := p.cancelAt[e%cancelHistory].Load()
+	if p.epoch.Load()-e > cancelHistory {
+		return true // the slot was reused while reading it
+	}
+	return at+k.delay <= c
 }
 
 // limit returns the newest arrive cycle a flush in receiver cycle c covers:

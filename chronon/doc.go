@@ -21,8 +21,11 @@
 // one connection merges its lanes through a frontier.Merger, ordering fan-in
 // by (arrive, connection id) in every execution mode.
 //
-// The engine is sequential: in every cycle it ticks the units in a
-// topological order of the zero-delay edges. Build also records the products
-// a parallel lookahead engine needs (clusters of zero-delay-connected units,
-// per-pair minimum delays, the order), see docs/chronon.md.
+// The sequential engine ticks the units in every cycle in a topological
+// order of the zero-delay edges. SetWorkers(n > 1) selects the parallel
+// engine: clusters of zero-delay-connected units run on n goroutines, a
+// cluster running cycle c once every cluster has completed c-1, with results
+// bit-identical to the sequential engine's for every n. Topologies it cannot
+// run safely, or whose cycles are too cheap to gain from it, stay sequential
+// with a logged reason (Simulation.Engine). See docs/chronon.md.
 package chronon

@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/lanework/lanework/frontier v0.0.0
+	github.com/lanework/lanework/pressure v0.0.0
 	github.com/lanework/lanework/ringbuf v0.0.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

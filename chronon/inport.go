@@ -43,7 +43,7 @@ func (p *InPort[T]) TryReceive() (T, bool) {
 			var zero T
 			return zero, false
 		}
-		if m.epoch == k.out.epoch {
+		if m.epoch == k.out.epoch.Load() {
 			// TryPop rather than Advance: it clears one slot inline instead
 			// of calling memclr for a range.
 			popped, _ := p.ring.TryPop()
@@ -97,7 +97,7 @@ func (p *InPort[T]) receive(keep func(*T) bool) (T, bool) {
 				}
 				k := p.conns[m.lane]
 				k.credit(c)
-				if m.epoch == k.out.epoch || !k.stale(m.epoch, c) {
+				if !k.stale(m.epoch, c) {
 					return m.v, true
 				}
 			}
@@ -141,11 +141,12 @@ func (p *InPort[T]) receive(keep func(*T) bool) (T, bool) {
 
 // drained reports whether every message pushed to the port has been
 // consumed, from the connections' ledgers: a few loads instead of a scan of
-// the merge's lanes. It reads producer-owned push counts, which the
-// sequential engine may; a parallel engine must publish them or skip this.
+// the merge's lanes. Across workers it reads the published push counts: a
+// push it misses is one of the current cycle, which is neither ready nor
+// covered by a flush.
 func (p *InPort[T]) drained() bool {
 	for _, k := range p.conns {
-		if k.pushes != k.pops {
+		if k.pushed() != k.pops {
 			return false
 		}
 	}
@@ -256,6 +257,9 @@ type inPortAny interface {
 	localName() string
 	elem() reflect.Type
 	build() error
+	setParallel(workerOf []int)
+	connCount() int
+	unboundedConn() string
 }
 
 func (p *InPort[T]) bind(u *unitState, name string) { p.u, p.name = u, name }

@@ -1,6 +1,9 @@
 package chronon
 
-import "reflect"
+import (
+	"reflect"
+	"sync/atomic"
+)
 
 // cancelHistory is how many recent CancelInFlight cycles an OutPort keeps.
 // Cancels older than that are treated as visible to every receiver.
@@ -10,11 +13,13 @@ const cancelHistory = 16
 // Declare it as a field of the unit struct; the zero value is ready for
 // Simulation.Add. Only the owning unit's Tick may call its methods.
 type OutPort[T any] struct {
-	u        *unitState
-	name     string
-	conns    []*conn[T]
-	epoch    uint32
-	cancelAt [cancelHistory]uint64 // cycle of cancel #e at index e%cancelHistory
+	u     *unitState
+	name  string
+	conns []*conn[T]
+	// epoch and cancelAt are written by the owner only, and read by
+	// receivers, possibly on other workers (see conn.stale).
+	epoch    atomic.Uint32
+	cancelAt [cancelHistory]atomic.Uint64 // cycle of cancel #e at index e%cancelHistory
 }
 
 // CanSend reports whether Send would succeed now: every connection has a
@@ -41,7 +46,7 @@ func (p *OutPort[T]) Send(v T) bool {
 		if !k.admits(c) {
 			return false
 		}
-		k.push(c, p.epoch, v)
+		k.push(c, p.epoch.Load(), v)
 		return true
 	}
 	for _, k := range p.conns {
@@ -49,8 +54,9 @@ func (p *OutPort[T]) Send(v T) bool {
 			return false
 		}
 	}
+	e := p.epoch.Load()
 	for _, k := range p.conns {
-		k.push(c, p.epoch, v)
+		k.push(c, e, v)
 	}
 	return true
 }
@@ -61,8 +67,9 @@ func (p *OutPort[T]) Send(v T) bool {
 // has not yet taken. The discards free capacity when the receiver reaches
 // them.
 func (p *OutPort[T]) CancelInFlight() {
-	p.cancelAt[p.epoch%cancelHistory] = p.u.cycle
-	p.epoch++
+	e := p.epoch.Load()
+	p.cancelAt[e%cancelHistory].Store(p.u.cycle)
+	p.epoch.Store(e + 1)
 }
 
 // Name returns the port's full name, "unit.port".

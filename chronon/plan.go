@@ -6,10 +6,12 @@ import (
 )
 
 // plan is what Build derives from the topology. The sequential engine ticks
-// units in order. A parallel lookahead engine would run each cluster (units
-// joined by zero-delay edges, which must tick in order within a cycle) as one
-// schedulable item, and let cluster b run cycle c once every cluster a with a
-// link a->b has finished cycle c-minDelay.
+// units in order. The parallel engine runs each cluster (units joined by
+// zero-delay edges, which must tick in order within a cycle) as one
+// schedulable item. The links would let cluster b run cycle c once every
+// cluster a with a link a->b has finished cycle c-minDelay; the parallel
+// engine uses the tighter rule "every cluster has finished c-1" (see
+// engine.go), so links serve only diagnostics and tests today.
 type plan struct {
 	order    []int   // unit indexes; every zero-delay edge points forward
 	cluster  []int   // cluster index of each unit

@@ -1,6 +1,10 @@
 package chronon
 
-import "fmt"
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
 
 // step runs one cycle: every unit, in plan order, at the same local cycle.
 func (s *Simulation) step() {
@@ -31,9 +35,154 @@ func (s *Simulation) Run(n uint64) (err error) {
 	if err := s.runnable(); err != nil {
 		return err
 	}
+	if s.parallel() != nil {
+		if n = s.calibrate(n); s.eng != nil { // calibrate may repartition or drop the engine
+			s.runAdaptive(n)
+			return s.fault
+		}
+	}
+	return s.runSeq(n)
+}
+
+// runAdaptive runs n cycles in segments of about segmentTime, each with the
+// parallel engine or, while the parallel engine has lately been slower than
+// the sequential one (a host that gives the process less than a core per
+// worker makes the per-cycle handshake wait for descheduled workers), with
+// the sequential engine, probing the parallel one again after 1, 2, 4, ...
+// up to maxBackoff sequential segments. Results do not depend on which
+// engine runs which cycles: the ports' cross-goroutine publications stay on
+// and are consistent on one goroutine too. Without a calibration (a short
+// first Run, or threshold zero) every segment is parallel.
+func (s *Simulation) runAdaptive(n uint64) {
+	e := s.eng
+	seg := uint64(1<<63 - 1)
+	if s.seqPer > 0 {
+		seg = uint64(min(max(segmentTime/s.seqPer, 256), 1<<20))
+	}
+	if s.segCycles != 0 {
+		seg = s.segCycles
+	}
+	for n > 0 && !s.halt {
+		k := min(n, seg)
+		c0, t0 := s.cycle, time.Now()
+		if s.seqLeft > 0 {
+			_ = s.runSeq(k)
+			s.seqLeft--
+			s.seqSegments++
+			if ran := s.cycle - c0; ran == k {
+				s.seqPer = time.Since(t0) / time.Duration(ran)
+			}
+		} else {
+			e.run(s.cycle+k, false)
+			if ran := s.cycle - c0; ran == k && s.seqPer > 0 {
+				if time.Since(t0)/time.Duration(ran) > s.seqPer {
+					s.backoff = min(max(2*s.backoff, 1), maxBackoff)
+					s.seqLeft = s.backoff
+				} else {
+					s.backoff = 0
+				}
+			}
+		}
+		n -= s.cycle - c0
+	}
+}
+
+// segmentTime is the target length of an adaptive segment: long enough
+// that starting the workers (microseconds) is noise, short enough to react
+// to the host's load. maxBackoff bounds the sequential segments between two
+// parallel probes.
+const (
+	segmentTime = 20 * time.Millisecond
+	maxBackoff  = 32
+)
+
+// runSeq runs up to n cycles with the sequential engine.
+func (s *Simulation) runSeq(n uint64) (err error) {
 	defer s.recoverUnit(&err)
 	for end := s.cycle + n; s.cycle < end && !s.halt; {
 		s.step()
+	}
+	return s.fault
+}
+
+// calibrationCycles is how many cycles the first parallel Run runs
+// sequentially, in calibrationSlices slices, to measure the cost of a
+// cycle; profileCycles how many more it then runs timing every unit, to
+// partition by measured cost.
+const (
+	calibrationCycles = 1024
+	calibrationSlices = 8
+	profileCycles     = 256
+)
+
+// calibrate runs the first cycles of a parallel configuration sequentially.
+// If a cycle costs less than the threshold, the workers' per-cycle handshake
+// would cost more than it saves, and the sequential engine is kept. The
+// cost is that of the fastest slice, so that the host descheduling the
+// goroutine during a slice does not count. Otherwise it times each unit's
+// Tick over profileCycles more cycles and repartitions the clusters by those
+// costs. Results depend on neither the engine nor the partition, so neither
+// do these choices. It returns how many of the n cycles remain.
+func (s *Simulation) calibrate(n uint64) uint64 {
+	if s.calibrated || s.threshold == 0 {
+		return n
+	}
+	if n < calibrationCycles {
+		return n // too few cycles to judge: judge on a later run
+	}
+	const slice = calibrationCycles / calibrationSlices
+	c0 := s.cycle
+	per := time.Duration(1<<63 - 1)
+	for range calibrationSlices {
+		c1, t0 := s.cycle, time.Now()
+		_ = s.runSeq(slice) // a failure halts the simulation; Run returns s.fault
+		if ran := s.cycle - c1; ran == slice {
+			per = min(per, time.Since(t0)/slice)
+		}
+		if s.halt {
+			return n - (s.cycle - c0)
+		}
+	}
+	ran := s.cycle - c0
+	s.calibrated = true
+	s.seqPer = per
+	if per < s.threshold {
+		s.eng, s.seqReason = nil, fmt.Sprintf("a cycle takes %v sequentially, under the %v parallel threshold", per, s.threshold)
+		s.setParallel(nil)
+		slog.Info("chronon: running sequentially", "workers", s.workers, "reason", s.seqReason)
+		return n - ran
+	}
+	cost := make([]time.Duration, len(s.units))
+	c1 := s.cycle
+	_ = s.runProfiled(min(n-ran, profileCycles), cost)
+	ran += s.cycle - c1
+	s.eng = newEngine(s, s.workers, func(cl int) int64 {
+		var d time.Duration
+		for _, ui := range s.plan.clusters[cl] {
+			d += cost[ui]
+		}
+		return int64(d)
+	})
+	return n - ran
+}
+
+// runProfiled is runSeq adding each unit's Tick time to cost.
+func (s *Simulation) runProfiled(n uint64, cost []time.Duration) (err error) {
+	defer s.recoverUnit(&err)
+	for end := s.cycle + n; s.cycle < end && !s.halt; {
+		c := s.cycle
+		for _, u := range s.order {
+			u.cycle = c
+			s.cur = u
+			t0 := time.Now()
+			u.unit.Tick()
+			cost[u.index] += time.Since(t0)
+		}
+		s.cur = nil
+		s.cycle = c + 1
+		if s.cycle == s.obs.next {
+			s.obs.dump(s)
+		}
 	}
 	return s.fault
 }
@@ -50,6 +199,18 @@ func (s *Simulation) RunUntilDone(max uint64) (err error) {
 		if d, ok := u.unit.(Doner); ok {
 			doners = append(doners, d)
 		}
+	}
+	if e := s.parallel(); e != nil {
+		if s.halt {
+			return s.fault
+		}
+		if e.run(s.cycle+max, true) {
+			return nil
+		}
+		if s.halt {
+			return s.fault
+		}
+		return fmt.Errorf("%w: %d cycles without every unit done", ErrCycleLimit, max)
 	}
 	defer s.recoverUnit(&err)
 	for end := s.cycle + max; !s.halt; {

@@ -3,6 +3,7 @@ package chronon
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Simulation is a model under construction or being run. Add units, connect
@@ -22,6 +23,20 @@ type Simulation struct {
 	termVal Termination
 	fault   error
 	cur     *unitState // the unit being ticked, for panic reports
+
+	workers   int     // as set by SetWorkers
+	eng       *engine // the parallel engine, if selected
+	seqReason string  // why workers > 1 still runs sequentially
+	logged    bool    // the per-run reason has been logged
+	par       *engine // the engine during a parallel run
+
+	threshold   time.Duration // see SetParallelThreshold
+	calibrated  bool
+	seqPer      time.Duration // measured sequential cost of a cycle; 0 before calibration
+	seqLeft     int           // sequential segments to run before probing the parallel engine again
+	backoff     int
+	segCycles   uint64 // adaptive segment length; 0: from seqPer (tests set it)
+	seqSegments int    // adaptive segments run sequentially, for tests
 
 	obs observer
 }
@@ -44,7 +59,7 @@ func (e *edge) String() string {
 
 // New returns an empty simulation.
 func New() *Simulation {
-	return &Simulation{byName: make(map[string]*unitState), obs: observer{next: none}}
+	return &Simulation{byName: make(map[string]*unitState), obs: observer{next: none}, threshold: DefaultParallelThreshold}
 }
 
 // Add adds u under name. It binds u's embedded Base and finds its ports
@@ -132,6 +147,7 @@ func (s *Simulation) Build() (err error) {
 	s.order = make([]*unitState, len(p.order))
 	for i, ui := range p.order {
 		s.order[i] = s.units[ui]
+		s.order[i].pos = i
 	}
 	for _, in := range s.ins {
 		if err := in.build(); err != nil {
@@ -176,7 +192,11 @@ func (s *Simulation) Units() []string {
 // Connections returns the number of connections.
 func (s *Simulation) Connections() int { return len(s.edges) }
 
-func (s *Simulation) overflow(conn string, c uint64) {
+func (s *Simulation) overflow(u *unitState, conn string, c uint64) {
+	if e := s.par; e != nil {
+		e.fail(stopKey{c, kindOverflow, u.pos}, &OverflowError{Conn: conn, Cycle: c})
+		return
+	}
 	if s.fault == nil {
 		s.fault = &OverflowError{Conn: conn, Cycle: c}
 	}

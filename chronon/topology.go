@@ -16,8 +16,8 @@ import (
 // Config is the simulation section of a topology file.
 type Config struct {
 	Cycles       uint64 // cycles to run; 0 means until a unit terminates
-	Workers      int    // worker goroutines; 1 (the default) is sequential
-	MaxLookahead uint64 // bound on how far a worker may run ahead; 0 is no bound
+	Workers      int    // worker goroutines for Simulation.SetWorkers; 1 (the default) is sequential
+	MaxLookahead uint64 // accepted for compatibility; the parallel engine's lookahead is always 1 cycle
 }
 
 // TopologyError is an error in a topology file, with its position.

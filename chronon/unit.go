@@ -61,7 +61,12 @@ func (b *Base) Terminate(reason string, code int, message string) {
 	if s.term != nil {
 		return
 	}
-	s.termVal = Termination{Unit: b.u.name, Cycle: b.u.cycle, Reason: reason, Code: code, Message: message}
+	t := Termination{Unit: b.u.name, Cycle: b.u.cycle, Reason: reason, Code: code, Message: message}
+	if e := s.par; e != nil {
+		e.terminate(stopKey{t.Cycle, kindTerm, b.u.pos}, t)
+		return
+	}
+	s.termVal = t
 	s.term = &s.termVal
 	s.halt = true
 }
@@ -72,6 +77,7 @@ type unitState struct {
 	sim   *Simulation
 	name  string
 	index int
+	pos   int // position in plan order
 	cycle uint64
 	unit  Unit
 	ctrs  []namedCtr // counters found in the unit's fields

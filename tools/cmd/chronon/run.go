@@ -48,6 +48,9 @@ func run(c *cli.Context) (err error) {
 	if cfg.Cycles == 0 {
 		return usageError("run: no cycle limit: set simulation.cycles or --cycles")
 	}
+	if err := s.SetWorkers(cfg.Workers); err != nil {
+		return usageError("run: %v", err)
+	}
 	var files []*os.File
 	defer func() {
 		for _, f := range files {
@@ -102,7 +105,11 @@ func run(c *cli.Context) (err error) {
 		fmt.Fprintln(c.App.ErrWriter)
 	}
 	if cfg.Workers > 1 {
-		fmt.Fprintf(c.App.ErrWriter, "engine: running sequentially (%d workers requested): no parallel engine yet\n", cfg.Workers)
+		if n, reason := s.Engine(); n > 1 {
+			fmt.Fprintf(c.App.ErrWriter, "engine: parallel, %d workers\n", n)
+		} else {
+			fmt.Fprintf(c.App.ErrWriter, "engine: running sequentially (%d workers requested): %s\n", cfg.Workers, reason)
+		}
 	}
 	closeErr := s.Close()
 	w := c.App.Writer

@@ -1,0 +1,124 @@
+package chronon_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lanework/lanework/chronon"
+)
+
+// small and large are the two payload sizes of the representative workload.
+type (
+	small struct{ A, B uint64 }
+	large struct{ W [16]uint64 }
+)
+
+// worker64 is a unit of the representative workload: two outputs (one of
+// each payload size), about 1 us of arithmetic per tick, and an 18% chance
+// per output and cycle of sending.
+type worker64 struct {
+	chronon.Base
+	InS   chronon.InPort[small]
+	InL   chronon.InPort[large]
+	OutS  chronon.OutPort[small]
+	OutL  chronon.OutPort[large]
+	state uint64
+	work  int
+}
+
+func (u *worker64) Tick() {
+	for {
+		v, ok := u.InS.TryReceive()
+		if !ok {
+			break
+		}
+		u.state ^= v.A + v.B
+	}
+	for {
+		v, ok := u.InL.TryReceive()
+		if !ok {
+			break
+		}
+		u.state ^= v.W[0] + v.W[15]
+	}
+	x := u.state
+	for range u.work { // the unit's computation
+		x = mix(x)
+	}
+	u.state = x
+	if x%100 < 18 {
+		u.OutS.Send(small{x, x >> 1})
+	}
+	if (x>>8)%100 < 18 {
+		var l large
+		l.W[0], l.W[15] = x, x>>3
+		u.OutL.Send(l)
+	}
+}
+
+// rounds of mix per tick for about 1 us of work on this machine kind
+// (about 3.3 ns a round).
+const work1us = 300
+
+// representative builds the 64-unit workload: every output fans out to 1
+// to 4 random units over delay 1-3 edges, half of them bounded (capacity 8).
+func representative(tb testing.TB, work int) *chronon.Simulation {
+	s := chronon.New()
+	us := make([]*worker64, 64)
+	for i := range us {
+		us[i] = &worker64{state: uint64(i) + 1, work: work}
+		require.NoError(tb, s.Add(fmt.Sprintf("u%d", i), us[i]))
+	}
+	r := uint64(42)
+	next := func(n uint64) uint64 { r = mix(r); return r % n }
+	for _, u := range us {
+		for range 1 + next(4) {
+			d := us[next(64)]
+			require.NoError(tb, chronon.Connect(&u.OutS, &d.InS, chronon.Delay(int(1+next(3))), chronon.Capacity(int(next(2)*8))))
+		}
+		for range 1 + next(4) {
+			d := us[next(64)]
+			require.NoError(tb, chronon.Connect(&u.OutL, &d.InL, chronon.Delay(int(1+next(3))), chronon.Capacity(int(next(2)*8))))
+		}
+	}
+	require.NoError(tb, s.Build())
+	return s
+}
+
+func TestRepresentativeIsDeterministic(t *testing.T) {
+	digest := func(w int) []uint64 {
+		s := representative(t, 10)
+		s.SetParallelThreshold(0)
+		require.NoError(t, s.SetWorkers(w))
+		require.NoError(t, s.Run(300))
+		var out []uint64
+		for _, n := range s.Units() {
+			u, _ := s.Unit(n)
+			out = append(out, u.(*worker64).state)
+		}
+		return out
+	}
+	want := digest(1)
+	for _, w := range harnessWorkers {
+		require.Equal(t, want, digest(w), "%d workers", w)
+	}
+}
+
+// BenchmarkRepresentative64 runs the 64-unit workload with 1 (sequential),
+// 2, 4 and 8 workers; one op is one simulated cycle.
+func BenchmarkRepresentative64(b *testing.B) {
+	for _, w := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
+			s := representative(b, work1us)
+			require.NoError(b, s.SetWorkers(w))
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			if err := s.Run(uint64(b.N)); err != nil {
+				b.Fatal(err)
+			}
+			reportRate(b, cpu0)
+		})
+	}
+}

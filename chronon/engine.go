@@ -1,0 +1,301 @@
+package chronon
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/lanework/lanework/pressure"
+)
+
+// engine is the parallel engine: the plan's clusters, placed on workers
+// (goroutines) by cost, every worker running the clusters of its list, and
+// taking over unclaimed clusters of the other lists once its own are done,
+// so that a worker descheduled by the host does not stall the others for
+// long. There is no barrier object: each list has its own claim counter on
+// its own cache line, finished clusters are counted in done, and the worker
+// that finishes a cycle's last cluster opens the next cycle in gate.
+//
+// The scheduling contract (see docs/chronon.md): a cluster may run cycle c
+// once every cluster has completed c-1, and within a cycle clusters run in
+// any order and concurrently. That makes results bit-identical to the
+// sequential engine for any partition and interleaving:
+//
+//   - a message read in cycle c was sent in c-1 or earlier (cross-cluster
+//     edges have delay >= 1), pushed before its cluster was counted done;
+//   - a flush in c covers what was sent before c, so it needs the producer
+//     through c-1 regardless of the edge delay;
+//   - pop credits for producer cycle c are the receiver's pops before c, so
+//     the producer needs the receiver through c-1 and the receiver must not
+//     run c+1 before the producer finished c (see ledger);
+//   - a termination, panic or overflow in cycle c must stop every unit at
+//     the end of c, as in the sequential engine, so no unit may run c+1
+//     before every unit has finished c and had the chance to request a stop;
+//     and RunUntilDone asks every Doner between cycles.
+//
+// The last rule bounds every cluster's run-ahead to the slowest one's cycle,
+// whatever the edge delays: chronon cannot know statically that no unit
+// will terminate, flush or credit pops.
+//
+// Memory ordering: every synchronizing operation is a sync/atomic one, which
+// the Go memory model makes sequentially consistent. A cluster's effects in
+// cycle c (ring pushes, published counts, stop requests) precede its
+// done.Add; the worker whose Add completes the cycle stores gate after it;
+// a worker loads gate before claiming a cluster of the next cycle. So
+// everything of cycle c happens before anything of c+1.
+type engine struct {
+	sim     *Simulation
+	workers []*worker
+	lists   []*clusterList
+	n       uint64 // clusters
+	doners  []Doner
+
+	start, end uint64
+	untilDone  bool
+	allDone    bool // decided by the worker that opened the stop
+
+	gate   atomic.Uint64 // cycle<<1 | stop: the cycle now open to claims, or the first not to run
+	_      [cacheLine - 8]byte
+	done   atomic.Uint64 // clusters finished since start
+	_      [cacheLine - 8]byte
+	stopAt atomic.Uint64 // no cycle >= stopAt runs: a stop was requested in stopAt-1
+	_      [cacheLine - 8]byte
+	m      *pressure.Manager
+
+	mu      sync.Mutex // guards the rest; taken only on termination and failure
+	fault   error
+	faultAt stopKey
+	term    Termination
+	termAt  stopKey
+	hasTerm bool
+}
+
+// clusterList is the clusters first placed on one worker, in plan order, and the
+// claim counter of the current cycle: cycle<<24 | next index.
+type clusterList struct {
+	claim    atomic.Uint64
+	_        [cacheLine - 8]byte
+	clusters [][]*unitState
+	chunk    uint64 // clusters per claim
+}
+
+const idxBits = 24 // clusters per list < 1<<24 (Connect caps nothing, but 16M clusters is far beyond use)
+
+// stopKey orders stop requests as the sequential engine would meet them:
+// by cycle, then panics before overflows (a panic ends the cycle at once, an
+// overflow at its end), then by the unit's position in plan order.
+type stopKey struct {
+	cycle uint64
+	kind  int
+	pos   int
+}
+
+const (
+	kindPanic = iota
+	kindOverflow
+	kindTerm
+)
+
+func (a stopKey) less(b stopKey) bool {
+	if a.cycle != b.cycle {
+		return a.cycle < b.cycle
+	}
+	if a.kind != b.kind {
+		return a.kind < b.kind
+	}
+	return a.pos < b.pos
+}
+
+// worker is one goroutine of a run. Only that goroutine touches it.
+type worker struct {
+	e  *engine
+	id int // its own list is lists[id]
+	st *pressure.Stage
+}
+
+// lowerStop lowers stopAt to c+1.
+func (e *engine) lowerStop(c uint64) {
+	for {
+		old := e.stopAt.Load()
+		if old <= c+1 || e.stopAt.CompareAndSwap(old, c+1) {
+			return
+		}
+	}
+}
+
+// fail records a failure in cycle k.cycle; the earliest in sequential order
+// is the run's error.
+func (e *engine) fail(k stopKey, err error) {
+	e.mu.Lock()
+	if e.fault == nil || k.less(e.faultAt) {
+		e.fault, e.faultAt = err, k
+	}
+	e.mu.Unlock()
+	e.lowerStop(k.cycle)
+}
+
+// terminate records a termination request; the earliest in sequential
+// order wins, as the first request does in the sequential engine.
+func (e *engine) terminate(k stopKey, t Termination) {
+	e.mu.Lock()
+	if !e.hasTerm || k.less(e.termAt) {
+		e.term, e.termAt, e.hasTerm = t, k, true
+	}
+	e.mu.Unlock()
+	e.lowerStop(k.cycle)
+}
+
+// open decides, between cycles, whether cycle c runs, and opens it or the
+// stop. Only one goroutine calls it per cycle: the coordinator before the
+// first, then the worker that finished the cycle before c. No cluster runs
+// meanwhile, so it may ask the Doners.
+func (e *engine) open(c uint64) {
+	stop := uint64(0)
+	switch {
+	case e.untilDone && allDone(e.doners):
+		e.allDone, stop = true, 1
+	case c == e.end || e.stopAt.Load() <= c:
+		stop = 1
+	}
+	e.gate.Store(c<<1 | stop)
+	e.m.Wake() // after the store: the Dekker handshake of package pressure
+}
+
+// run runs cycles from the simulation's current cycle up to end (exclusive)
+// on every worker and returns whether it stopped because every Doner was
+// done (only checked when untilDone).
+func (e *engine) run(end uint64, untilDone bool) (allDone bool) {
+	s := e.sim
+	e.start, e.end, e.untilDone, e.allDone = s.cycle, end, untilDone, false
+	e.stopAt.Store(none)
+	e.done.Store(0)
+	e.fault, e.hasTerm = nil, false
+	for _, l := range e.lists {
+		l.claim.Store(0)
+	}
+	e.m = pressure.New(pressure.Balanced)
+	for _, w := range e.workers {
+		st, err := e.m.Register("chronon-worker")
+		if err != nil {
+			panic("chronon: pressure registration failed: " + err.Error()) // only after Close, which run does last
+		}
+		w.st = st
+	}
+	s.par = e
+	e.open(s.cycle)
+	var wg sync.WaitGroup
+	for _, w := range e.workers[1:] {
+		wg.Go(w.loop)
+	}
+	e.workers[0].loop()
+	wg.Wait()
+	e.m.Close()
+	s.par = nil
+	s.cycle = e.gate.Load() >> 1
+	if e.hasTerm && e.fault != nil && e.faultAt.kind == kindPanic && e.faultAt.less(e.termAt) {
+		// The sequential engine never reaches a unit after a panicking one
+		// in the panic's cycle, so that unit's request was never made.
+		e.hasTerm = false
+	}
+	if e.hasTerm && s.term == nil {
+		s.termVal = e.term
+		s.term = &s.termVal
+		s.halt = true
+	}
+	if e.fault != nil {
+		s.fault = e.fault
+		s.halt = true
+		if e.faultAt.kind == kindPanic {
+			s.cycle = e.faultAt.cycle // the sequential engine never finishes the cycle of a panic
+		}
+	}
+	return e.allDone
+}
+
+// loop runs open cycles until the stop opens.
+func (w *worker) loop() {
+	e := w.e
+	for c := e.start; ; {
+		g := w.await(c)
+		if g&1 == 1 {
+			return
+		}
+		c = g >> 1 // at least c; later if the others ran whole cycles meanwhile
+		for i := range e.lists {
+			l := e.lists[(w.id+i)%len(e.lists)]
+			for {
+				lo, hi, ok := l.take(c)
+				if !ok {
+					break
+				}
+				for _, cl := range l.clusters[lo:hi] {
+					w.runCluster(c, cl)
+				}
+				w.finished(c, hi-lo)
+			}
+		}
+		c++
+	}
+}
+
+// await waits until gate opens cycle c or later (or the stop) and returns
+// it. The gate is monotonic, so a value once seen stays a lower bound.
+func (w *worker) await(c uint64) uint64 {
+	for {
+		if g := w.e.gate.Load(); g>>1 >= c {
+			w.st.OnWork()
+			return g
+		}
+		w.st.OnEmpty() // false only after Close, which waits for every worker
+	}
+}
+
+// take claims the next chunk of the list's clusters in cycle c. Cycle c is
+// tagged c+1, so that the counter's reset value 0 is older than any cycle.
+func (l *clusterList) take(c uint64) (lo, hi uint64, ok bool) {
+	n := uint64(len(l.clusters))
+	tag := (c + 1) << idxBits
+	for {
+		v := l.claim.Load()
+		switch {
+		case v < tag: // first claim in cycle c
+			lo = 0
+		case v>>idxBits == c+1:
+			lo = v & (1<<idxBits - 1)
+		default:
+			return 0, 0, false // a later cycle: c is over
+		}
+		if lo >= n {
+			return 0, 0, false
+		}
+		hi = min(lo+l.chunk, n)
+		if l.claim.CompareAndSwap(v, tag|hi) {
+			return lo, hi, true
+		}
+	}
+}
+
+// finished counts k clusters of cycle c as done; the worker completing the
+// cycle opens the next one.
+func (w *worker) finished(c, k uint64) {
+	e := w.e
+	if e.done.Add(k) == (c-e.start+1)*e.n {
+		e.open(c + 1)
+	}
+}
+
+// runCluster ticks a cluster's units in cycle c. A panic is recorded and
+// ends the cluster's cycle; other clusters still run c, because a unit
+// ordered earlier in the sequential engine may panic there too and its
+// panic would be the one reported.
+func (w *worker) runCluster(c uint64, units []*unitState) {
+	var u *unitState
+	defer func() {
+		if r := recover(); r != nil {
+			w.e.fail(stopKey{c, kindPanic, u.pos}, &UnitError{Unit: u.name, Cycle: c, Value: r})
+		}
+	}()
+	for _, u = range units {
+		u.cycle = c
+		u.unit.Tick()
+	}
+}

@@ -1,0 +1,78 @@
+package cpupipeline_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lanework/lanework/chronon/examples/cpupipeline"
+)
+
+// outcome is what the determinism check compares.
+type outcome struct {
+	cycle   uint64
+	digest  uint64
+	message string
+	workers int
+}
+
+func runWorkers(t *testing.T, src []byte, workers int) outcome {
+	t.Helper()
+	s, cfg, wb, err := cpupipeline.Load(src)
+	require.NoError(t, err)
+	s.SetParallelThreshold(0)
+	require.NoError(t, s.SetWorkers(workers))
+	used, reason := s.Engine()
+	require.Empty(t, reason)
+	term, err := s.RunUntilTermination(cfg.Cycles)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	return outcome{s.Cycle(), wb.Digest(), term.Message, used}
+}
+
+// TestParallelMatchesSequential runs the pipeline with every harness worker
+// count and compares cycle count, commit digest and termination.
+func TestParallelMatchesSequential(t *testing.T) {
+	src := small(20000)
+	want := runWorkers(t, src, 1)
+	for _, w := range []int{1, 2, 3, 4, 8} {
+		for rep := range 2 {
+			got := runWorkers(t, src, w)
+			require.Equal(t, min(w, 9), got.workers)
+			require.Equal(t, want.cycle, got.cycle, "%d workers, repetition %d: final cycle", w, rep)
+			require.Equal(t, want.digest, got.digest, "%d workers, repetition %d: digest", w, rep)
+			require.Equal(t, want.message, got.message, "%d workers, repetition %d", w, rep)
+		}
+	}
+}
+
+// BenchmarkPipelineWorkers runs the reference pipeline with 1 (the
+// sequential engine), 2 and 8 workers, as configured (the calibration keeps
+// the sequential engine: a cycle is under the threshold), and with 2
+// and 8 workers forced parallel.
+func BenchmarkPipelineWorkers(b *testing.B) {
+	for _, w := range []int{1, 2, 8, -2, -8} {
+		name := fmt.Sprintf("workers=%d", w)
+		if w < 0 {
+			name = fmt.Sprintf("workers=%d-forced", -w)
+		}
+		b.Run(name, func(b *testing.B) {
+			s, _, _, err := cpupipeline.Load(small(0))
+			require.NoError(b, err)
+			n := w
+			if w < 0 {
+				n = -w
+				s.SetParallelThreshold(0)
+			}
+			require.NoError(b, s.SetWorkers(n))
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			if err := s.Run(uint64(b.N)); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mcycles/s")
+			b.ReportMetric(float64(b.N)/(cpuTime()-cpu0).Seconds()/1e6, "Mcycles/cpu-s")
+		})
+	}
+}

@@ -1,0 +1,291 @@
+package chronon_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lanework/lanework/chronon"
+)
+
+// ring builds n nodes in a feedback ring with delays 1 and 3 and capacity 2.
+func ring(n int, setup func(i int, nd *node)) func(t *testing.T) *chronon.Simulation {
+	return func(t *testing.T) *chronon.Simulation {
+		t.Helper()
+		s := chronon.New()
+		nodes := make([]*node, n)
+		for i := range nodes {
+			nodes[i] = &node{seed: uint64(i) + 1, sendP: 128}
+			if setup != nil {
+				setup(i, nodes[i])
+			}
+			require.NoError(t, s.Add(fmt.Sprintf("n%d", i), nodes[i]))
+		}
+		for i, nd := range nodes {
+			require.NoError(t, chronon.Connect(&nd.Out[0], &nodes[(i+1)%n].In, chronon.Capacity(2)))
+			require.NoError(t, chronon.Connect(&nd.Out[1], &nodes[(i+n-1)%n].In, chronon.Delay(3), chronon.Rate(2)))
+		}
+		require.NoError(t, s.Build())
+		return s
+	}
+}
+
+func TestParallelPanicIsReportedLikeSequential(t *testing.T) {
+	// Two units panic in the same cycle on different workers; the one
+	// earlier in plan order is reported, as the sequential engine does.
+	sc := scenario{
+		build: ring(6, func(i int, nd *node) {
+			if i == 2 || i == 5 {
+				nd.panAt = 77
+			}
+		}),
+		run: runFor(500),
+	}
+	o, used := checkDeterminism(t, sc, 3)
+	require.Greater(t, used, 1)
+	require.Contains(t, o.err, `"n2" panicked at cycle 77`)
+	require.Equal(t, uint64(77), o.cycle)
+
+	s := sc.build(t)
+	s.SetParallelThreshold(0)
+	require.NoError(t, s.SetWorkers(3))
+	err := s.Run(500)
+	var ue *chronon.UnitError
+	require.ErrorAs(t, err, &ue)
+	require.ErrorIs(t, err, chronon.ErrUnitPanic)
+	require.Equal(t, "n2", ue.Unit)
+	require.Equal(t, uint64(77), ue.Cycle)
+	require.ErrorIs(t, s.Run(1), chronon.ErrUnitPanic, "the simulation stays failed")
+}
+
+func TestParallelPanicHidesLaterTermination(t *testing.T) {
+	// n1 panics in cycle 50; n3, later in plan order, terminates in the same
+	// cycle: the sequential engine never ticks n3 then.
+	sc := scenario{
+		build: ring(5, func(i int, nd *node) {
+			switch i {
+			case 1:
+				nd.panAt = 50
+			case 3:
+				nd.termAt = 50
+			}
+		}),
+		run: runFor(500),
+	}
+	o, _ := checkDeterminism(t, sc, 3)
+	require.False(t, o.hasTrm)
+	require.Contains(t, o.err, `"n1" panicked at cycle 50`)
+}
+
+func TestParallelTerminationStopsAtTheSameCycle(t *testing.T) {
+	sc := scenario{
+		build: ring(5, func(i int, nd *node) {
+			if i == 1 || i == 3 {
+				nd.termAt = 123 // same cycle: the earlier unit in plan order wins
+			}
+		}),
+		run: func(s *chronon.Simulation) error {
+			_, err := s.RunUntilTermination(10_000)
+			return err
+		},
+	}
+	o, _ := checkDeterminism(t, sc, 3)
+	require.True(t, o.hasTrm)
+	require.Equal(t, "n1", o.term.Unit)
+	require.Equal(t, uint64(123), o.term.Cycle)
+	require.Equal(t, uint64(124), o.cycle)
+}
+
+// doneNode is a node that is done after a given cycle.
+type doneNode struct {
+	node
+	after uint64
+}
+
+func (d *doneNode) Done() bool { return d.Cycle() >= d.after }
+
+func TestParallelRunUntilDone(t *testing.T) {
+	build := func(limit uint64) func(t *testing.T) *chronon.Simulation {
+		return func(t *testing.T) *chronon.Simulation {
+			s := chronon.New()
+			a := &doneNode{node: node{seed: 1, sendP: 100}, after: 40}
+			b := &doneNode{node: node{seed: 2, sendP: 100}, after: limit}
+			require.NoError(t, s.Add("a", a))
+			require.NoError(t, s.Add("b", b))
+			require.NoError(t, chronon.Connect(&a.Out[0], &b.In, chronon.Capacity(1)))
+			require.NoError(t, chronon.Connect(&b.Out[0], &a.In, chronon.Delay(2)))
+			require.NoError(t, s.Build())
+			return s
+		}
+	}
+	run := func(max uint64) func(*chronon.Simulation) error {
+		return func(s *chronon.Simulation) error { return s.RunUntilDone(max) }
+	}
+	o, used := checkDeterminism(t, scenario{build: build(90), run: run(1000)}, 3)
+	require.Equal(t, 2, used)
+	require.Empty(t, o.err)
+	require.Equal(t, uint64(91), o.cycle)
+
+	o, _ = checkDeterminism(t, scenario{build: build(900), run: run(100)}, 2)
+	require.Contains(t, o.err, chronon.ErrCycleLimit.Error())
+	require.Equal(t, uint64(100), o.cycle)
+}
+
+func TestParallelRunsCanBeChained(t *testing.T) {
+	// Several Run calls on one simulation equal one long run.
+	sc := scenario{build: ring(4, nil), run: func(s *chronon.Simulation) error {
+		for range 10 {
+			if err := s.Run(37); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+	o, _ := checkDeterminism(t, sc, 2)
+	require.Equal(t, uint64(370), o.cycle)
+}
+
+func TestParallelFallsBackToSequential(t *testing.T) {
+	t.Run("single cluster", func(t *testing.T) {
+		s := chronon.New()
+		a, b := &node{}, &node{}
+		require.NoError(t, s.Add("a", a))
+		require.NoError(t, s.Add("b", b))
+		require.NoError(t, chronon.Connect(&a.Out[0], &b.In, chronon.Delay(0)))
+		require.NoError(t, s.Build())
+		require.NoError(t, s.SetWorkers(4))
+		w, reason := s.Engine()
+		require.Equal(t, 1, w)
+		require.Contains(t, reason, "single cluster")
+	})
+	t.Run("unlimited capacity and rate", func(t *testing.T) {
+		s := chronon.New()
+		a, b := &node{}, &node{}
+		require.NoError(t, s.Add("a", a))
+		require.NoError(t, s.Add("b", b))
+		require.NoError(t, chronon.Connect(&a.Out[0], &b.In, chronon.Rate(chronon.Unlimited)))
+		require.NoError(t, s.Build())
+		require.NoError(t, s.SetWorkers(2))
+		w, reason := s.Engine()
+		require.Equal(t, 1, w)
+		require.Contains(t, reason, "a.Out[0] -> b.In has unlimited capacity and rate")
+	})
+	t.Run("observation", func(t *testing.T) {
+		s := ring(4, nil)(t)
+		require.NoError(t, s.SetWorkers(2))
+		w, _ := s.Engine()
+		require.Equal(t, 2, w)
+		var buf bytes.Buffer
+		require.NoError(t, s.DumpCounters(&buf, 10))
+		w, reason := s.Engine()
+		require.Equal(t, 1, w)
+		require.Contains(t, reason, "counter")
+		require.NoError(t, s.Run(25))
+		require.NoError(t, s.Close())
+		require.Contains(t, buf.String(), "from_cycle")
+	})
+	t.Run("errors", func(t *testing.T) {
+		s := chronon.New()
+		require.ErrorIs(t, s.SetWorkers(2), chronon.ErrNotBuilt)
+		s = ring(3, nil)(t)
+		require.Error(t, s.SetWorkers(0))
+		require.NoError(t, s.SetWorkers(1))
+		w, reason := s.Engine()
+		require.Equal(t, 1, w)
+		require.Empty(t, reason)
+	})
+}
+
+// flood sends four messages a cycle; idle never receives.
+type flood struct {
+	chronon.Base
+	Out chronon.OutPort[uint64]
+}
+
+func (f *flood) Tick() {
+	for range 4 {
+		f.Out.Send(f.Cycle())
+	}
+}
+
+type idle struct {
+	In chronon.InPort[uint64]
+}
+
+func (idle) Tick() {}
+
+func TestParallelOverflowIsReported(t *testing.T) {
+	build := func(t *testing.T) *chronon.Simulation {
+		s := chronon.New()
+		f, k := &flood{}, &idle{}
+		require.NoError(t, s.Add("f", f))
+		require.NoError(t, s.Add("k", k))
+		require.NoError(t, chronon.Connect(&f.Out, &k.In, chronon.Rate(4)))
+		require.NoError(t, s.Build())
+		return s
+	}
+	o, used := checkDeterminism(t, scenario{build: build, run: runFor(5000)}, 2)
+	require.Equal(t, 2, used)
+	require.Contains(t, o.err, "lane overflow on f.Out -> k.In at cycle 1024")
+	s := build(t)
+	s.SetParallelThreshold(0)
+	require.NoError(t, s.SetWorkers(2))
+	require.True(t, errors.Is(s.Run(5000), chronon.ErrOverflow))
+}
+
+func TestParallelCalibration(t *testing.T) {
+	t.Run("cheap cycles stay sequential", func(t *testing.T) {
+		s := ring(4, nil)(t)
+		s.SetParallelThreshold(time.Hour) // every cycle is cheaper, also under the race detector
+		require.NoError(t, s.SetWorkers(2))
+		require.NoError(t, s.Run(3000))
+		w, reason := s.Engine()
+		require.Equal(t, 1, w)
+		require.Contains(t, reason, "parallel threshold")
+	})
+	t.Run("profiled repartition is deterministic", func(t *testing.T) {
+		build := ring(7, nil)
+		want := scenario{build: build, run: runFor(3000)}.outcome(t, 1)
+		for _, w := range harnessWorkers {
+			s := build(t)
+			s.SetParallelThreshold(time.Nanosecond) // calibrate, profile, repartition, run parallel
+			require.NoError(t, s.SetWorkers(w))
+			require.NoError(t, s.Run(3000))
+			used, reason := s.Engine()
+			require.Empty(t, reason)
+			require.Equal(t, min(w, 7), used)
+			got := outcome{cycle: s.Cycle(), events: map[string][]event{}}
+			for _, name := range s.Units() {
+				u, _ := s.Unit(name)
+				got.events[name] = u.(recorder).Events()
+			}
+			require.Empty(t, firstDivergence(want, got), "%d workers", w)
+		}
+	})
+}
+
+func TestParallelAdaptiveSwitchingIsDeterministic(t *testing.T) {
+	// A cheap model forced past the threshold runs slower in parallel than
+	// sequentially, so the adaptive loop alternates engines every few
+	// segments of 16 cycles; the events must not change.
+	build := ring(6, nil)
+	want := scenario{build: build, run: runFor(4000)}.outcome(t, 1)
+	for _, w := range []int{2, 3, 8} {
+		s := build(t)
+		s.SetParallelThreshold(time.Nanosecond)
+		chronon.SetSegmentCycles(s, 16)
+		require.NoError(t, s.SetWorkers(w))
+		require.NoError(t, s.Run(4000))
+		got := outcome{cycle: s.Cycle(), events: map[string][]event{}}
+		for _, name := range s.Units() {
+			u, _ := s.Unit(name)
+			got.events[name] = u.(recorder).Events()
+		}
+		require.Empty(t, firstDivergence(want, got), "%d workers", w)
+		t.Logf("%d workers: %d of about %d segments sequential", w, chronon.SequentialSegments(s), (4000-1280)/16)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package chronon_test
+
+const raceEnabled = false

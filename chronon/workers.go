@@ -1,0 +1,226 @@
+package chronon
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+)
+
+// SetWorkers selects the engine for the following runs: 1 is the
+// sequential engine; n > 1 asks for the parallel engine with up to n worker
+// goroutines (never more than there are clusters). Call it after Build,
+// between runs. Results are bit-identical to the sequential engine's for
+// every n.
+//
+// When the topology breaks a safety rule of the parallel engine (see
+// Engine), the runs stay sequential; SetWorkers logs the reason through
+// log/slog and Engine reports it. It fails only if the simulation is not
+// built or n < 1.
+func (s *Simulation) SetWorkers(n int) error {
+	if !s.built {
+		return ErrNotBuilt
+	}
+	if n < 1 {
+		return fmt.Errorf("chronon: workers must be at least 1, not %d", n)
+	}
+	s.workers, s.eng, s.seqReason, s.calibrated = n, nil, "", false
+	s.seqPer, s.seqLeft, s.backoff = 0, 0, 0
+	s.setParallel(nil)
+	if n == 1 {
+		return nil
+	}
+	if r := s.unsafeReason(); r != "" {
+		s.seqReason = r
+		slog.Info("chronon: running sequentially", "workers", n, "reason", r)
+		return nil
+	}
+	s.eng = newEngine(s, n, func(cl int) int64 { return clusterCost(s, cl) })
+	return nil
+}
+
+// DefaultParallelThreshold is the default of SetParallelThreshold.
+const DefaultParallelThreshold = 4 * time.Microsecond
+
+// SetParallelThreshold sets the sequential cycle cost under which the
+// parallel engine is not worth its per-cycle handshake between workers
+// (a few hundred nanoseconds of cache-line transfers, more on a loaded
+// machine). The first Run after SetWorkers(n > 1) runs its first cycles
+// sequentially to measure that cost and keeps the sequential engine, with a
+// logged reason, if a cycle is cheaper than d. Zero always uses the parallel
+// engine. The calibration waits for a Run of at least 1,024 cycles (shorter
+// runs use the parallel engine uncalibrated); RunUntilDone does not
+// calibrate.
+func (s *Simulation) SetParallelThreshold(d time.Duration) {
+	s.threshold = max(d, 0)
+}
+
+// Engine reports how many workers the next run uses (1 for the sequential
+// engine) and, when more were asked for but the sequential engine was kept,
+// why. The safety rules that keep it sequential:
+//
+//   - the plan has a single cluster (everything joined by zero-delay edges);
+//   - a connection has both Unlimited capacity and Unlimited rate, so no
+//     physical lane can cover what its producer may push in a cycle while
+//     the receiver still works on the previous one;
+//   - counters are dumped or a trace is recorded (DumpCounters, TraceTo):
+//     both read every unit between cycles. This rule is checked by each run.
+func (s *Simulation) Engine() (workers int, reason string) {
+	if r := s.runReason(); r != "" {
+		return 1, r
+	}
+	if s.eng == nil {
+		return 1, s.seqReason
+	}
+	return len(s.eng.workers), ""
+}
+
+// runReason is the per-run safety rule: observation reads all units.
+func (s *Simulation) runReason() string {
+	if s.eng == nil {
+		return ""
+	}
+	switch {
+	case s.obs.w != nil:
+		return "counter dumps read every unit between cycles"
+	case s.obs.tr != nil:
+		return "tracing records into one shared buffer"
+	}
+	return ""
+}
+
+// parallel returns the engine for the next run, or nil for the sequential
+// one, logging why a configured parallel engine is not used.
+func (s *Simulation) parallel() *engine {
+	if s.eng == nil {
+		return nil
+	}
+	if r := s.runReason(); r != "" {
+		if !s.logged {
+			s.logged = true
+			slog.Info("chronon: running sequentially", "workers", s.workers, "reason", r)
+		}
+		return nil
+	}
+	return s.eng
+}
+
+// unsafeReason checks the static safety rules.
+func (s *Simulation) unsafeReason() string {
+	if len(s.plan.clusters) < 2 {
+		return "a single cluster of zero-delay-connected units"
+	}
+	for _, in := range s.ins {
+		if name := in.unboundedConn(); name != "" {
+			return fmt.Sprintf("connection %s has unlimited capacity and rate", name)
+		}
+	}
+	return ""
+}
+
+// newEngine partitions the clusters over at most n workers by cost.
+func newEngine(s *Simulation, n int, cost func(cl int) int64) *engine {
+	part := partition(s.plan.clusters, n, cost)
+	e := &engine{sim: s, n: uint64(len(s.plan.clusters))}
+	for wi, cls := range part {
+		l := &clusterList{chunk: uint64(max(1, len(cls)/8))}
+		for _, cl := range cls {
+			units := make([]*unitState, len(s.plan.clusters[cl]))
+			for i, ui := range s.plan.clusters[cl] {
+				units[i] = s.units[ui]
+			}
+			l.clusters = append(l.clusters, units)
+		}
+		e.lists = append(e.lists, l)
+		e.workers = append(e.workers, &worker{e: e, id: wi})
+	}
+	for _, u := range s.order {
+		if d, ok := u.unit.(Doner); ok {
+			e.doners = append(e.doners, d)
+		}
+	}
+	s.setParallel(s.plan.cluster)
+	return e
+}
+
+// clusterCost estimates a cluster's tick cost: one per unit and one per
+// connection it receives on (fan-in merges are the costliest receive).
+func clusterCost(s *Simulation, cl int) int64 {
+	var cost int64
+	for _, ui := range s.plan.clusters[cl] {
+		cost++
+		for _, in := range s.units[ui].ins {
+			cost += int64(in.connCount())
+		}
+	}
+	return cost
+}
+
+// partition places clusters on at most n workers, longest processing time
+// first: clusters by decreasing cost (ties by index), each onto the least
+// loaded worker (ties by lowest index). Each worker's clusters are returned
+// in plan order. With the static cost estimate the result depends only on
+// the topology; the first run's calibration repartitions by measured cost.
+func partition(clusters [][]int, n int, cost func(int) int64) [][]int {
+	n = min(n, len(clusters))
+	idx := make([]int, len(clusters))
+	costs := make([]int64, len(clusters))
+	for i := range idx {
+		idx[i], costs[i] = i, cost(i)
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(costs[b], costs[a]) })
+	load := make([]int64, n)
+	part := make([][]int, n)
+	for _, cl := range idx {
+		w := 0
+		for i := range load {
+			if load[i] < load[w] {
+				w = i
+			}
+		}
+		load[w] += costs[cl]
+		part[w] = append(part[w], cl)
+	}
+	for _, p := range part {
+		slices.Sort(p)
+	}
+	return part
+}
+
+// setParallel prepares the ports for the parallel engine, clusterOf giving
+// each unit's cluster, or for the sequential engine when clusterOf is nil.
+// Clusters move between workers from cycle to cycle, so every connection
+// between clusters is treated as crossing workers.
+func (s *Simulation) setParallel(clusterOf []int) {
+	for _, in := range s.ins {
+		in.setParallel(clusterOf)
+	}
+}
+
+// setParallel marks the port's connections from another cluster as cross,
+// and the finite-capacity ones among them as shared, publishing the current
+// counts and ledger.
+func (p *InPort[T]) setParallel(workerOf []int) {
+	for _, k := range p.conns {
+		k.cross = workerOf != nil && workerOf[k.out.u.index] != workerOf[p.u.index]
+		k.shared = k.cross && k.capacity != 0
+		k.pubPushes.Store(k.pushes)
+		k.pub.prev.Store(k.popsPrev)
+		k.pub.cycle.Store(k.popCycle)
+		k.pub.pops.Store(k.pops)
+	}
+}
+
+func (p *InPort[T]) connCount() int { return len(p.conns) }
+
+// unboundedConn names a connection of the port with neither capacity nor
+// rate limit, if any.
+func (p *InPort[T]) unboundedConn() string {
+	for _, k := range p.conns {
+		if k.capacity == 0 && k.rate == 0 {
+			return k.name
+		}
+	}
+	return ""
+}
