@@ -143,12 +143,13 @@ func BenchmarkMPSC(b *testing.B) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					var bo backoff
 					for i := 0; i < n; {
 						if _, ok := q.TryPush(p8{uint64(i)}); ok {
 							i++
 						} else {
-							bo.wait()
+							// More producers than Ps: a full ring
+							// means the consumer needs a P now.
+							runtime.Gosched()
 						}
 					}
 				}()
