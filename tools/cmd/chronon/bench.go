@@ -11,6 +11,7 @@ import (
 	"github.com/lanework/lanework/chronon"
 	"github.com/lanework/lanework/chronon/examples/cpupipeline"
 	"github.com/lanework/lanework/chronon/examples/minimal"
+	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
 func benchCommand() *cli.Command {
@@ -45,7 +46,7 @@ func timed(f func() error) (sample, error) {
 func bench(c *cli.Context) error {
 	n := c.Int("count")
 	if n < 1 {
-		return usageError("bench: --count must be at least 1")
+		return exitcode.Usage("bench: --count must be at least 1")
 	}
 	w := c.App.Writer
 	fmt.Fprintf(w, "%-34s %12s %12s   (median of %d; cpu = process CPU time)\n", "benchmark", "wall", "cpu", n)

@@ -16,7 +16,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"github.com/lanework/lanework/chronon"
 	"github.com/lanework/lanework/chronon/examples/cpupipeline"
 	"github.com/lanework/lanework/chronon/examples/minimal"
+	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
 func main() {
@@ -33,19 +33,7 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chronon:", err)
 	}
-	os.Exit(exitCode(err))
-}
-
-// exitCode maps an error returned by the app to a process exit status.
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	var ec cli.ExitCoder
-	if errors.As(err, &ec) {
-		return ec.ExitCode()
-	}
-	return 1
+	os.Exit(exitcode.Of(err))
 }
 
 // newApp returns the CLI writing to stdout and stderr. It never exits the
@@ -70,14 +58,9 @@ func registry() *chronon.Registry {
 	return r
 }
 
-// usageError is a bad invocation, exit status 2.
-func usageError(format string, args ...any) error {
-	return cli.Exit(fmt.Sprintf(format, args...), 2)
-}
-
 func topologyArg(c *cli.Context) (string, error) {
 	if c.NArg() != 1 {
-		return "", usageError("%s: want exactly one topology file, got %d arguments", c.Command.Name, c.NArg())
+		return "", exitcode.Usage("%s: want exactly one topology file, got %d arguments", c.Command.Name, c.NArg())
 	}
 	return c.Args().First(), nil
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lanework/lanework/chronon/examples/cpupipeline"
+	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -28,7 +29,7 @@ func runApp(t *testing.T, args ...string) (string, string, int) {
 	if err != nil {
 		errOut.WriteString(err.Error())
 	}
-	return out.String(), errOut.String(), exitCode(err)
+	return out.String(), errOut.String(), exitcode.Of(err)
 }
 
 func writeFile(t *testing.T, name string, data []byte) string {

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lanework/lanework/chronon"
+	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
 // chunk is how many cycles run between progress checks.
@@ -46,10 +47,10 @@ func run(c *cli.Context) (err error) {
 		cfg.Workers = c.Int("workers")
 	}
 	if cfg.Cycles == 0 {
-		return usageError("run: no cycle limit: set simulation.cycles or --cycles")
+		return exitcode.Usage("run: no cycle limit: set simulation.cycles or --cycles")
 	}
 	if err := s.SetWorkers(cfg.Workers); err != nil {
-		return usageError("run: %v", err)
+		return exitcode.Usage("run: %v", err)
 	}
 	var files []*os.File
 	defer func() {
@@ -73,7 +74,7 @@ func run(c *cli.Context) (err error) {
 			return err
 		}
 		if err := s.DumpCounters(f, c.Uint64("counter-interval")); err != nil {
-			return usageError("run: %v", err)
+			return exitcode.Usage("run: %v", err)
 		}
 	}
 	if name := c.String("trace"); name != "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/lanework/lanework/ledger/bench"
 	"github.com/lanework/lanework/ledger/client"
 	"github.com/lanework/lanework/pressure"
+	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
 func benchCommand() *cli.Command {
@@ -65,10 +66,10 @@ type benchReport struct {
 
 func runBench(c *cli.Context) error {
 	if c.NArg() != 0 {
-		return usageError("bench: unexpected arguments %v", c.Args().Slice())
+		return exitcode.Usage("bench: unexpected arguments %v", c.Args().Slice())
 	}
 	if c.Int("submitters") < 1 || c.Int("batch") < 1 || c.Duration("duration") <= 0 {
-		return usageError("bench: --submitters and --batch must be >= 1, --duration > 0")
+		return exitcode.Usage("bench: --submitters and --batch must be >= 1, --duration > 0")
 	}
 	var rep benchReport
 	var err error
@@ -117,7 +118,7 @@ func printReport(w io.Writer, r *benchReport) {
 func benchLocal(c *cli.Context) (benchReport, error) {
 	ws, err := pressure.ParseWaitStrategy(c.String("wait-strategy"))
 	if err != nil {
-		return benchReport{}, usageError("bench: %v", err)
+		return benchReport{}, exitcode.Usage("bench: %v", err)
 	}
 	dir := c.String("dir")
 	if dir == "" {

@@ -15,13 +15,14 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
 func main() {
@@ -29,27 +30,10 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ledger:", err)
 	}
-	os.Exit(exitCode(err))
+	os.Exit(exitcode.Of(err))
 }
 
-// exitCode maps an error returned by the app to a process exit status.
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	var ec cli.ExitCoder
-	if errors.As(err, &ec) {
-		return ec.ExitCode()
-	}
-	return 1
-}
-
-// usageError is a bad invocation, exit status 2.
-func usageError(format string, args ...any) error {
-	return cli.Exit(fmt.Sprintf(format, args...), 2)
-}
-
-func onUsageError(_ *cli.Context, err error, _ bool) error { return usageError("%v", err) }
+func onUsageError(_ *cli.Context, err error, _ bool) error { return exitcode.Usage("%v", err) }
 
 // newApp returns the CLI writing to stdout and stderr. It never exits the
 // process: errors carry their exit status (see exitCode).
@@ -72,7 +56,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return usageError("unknown command %q (see ledger --help)", c.Args().First())
+				return exitcode.Usage("unknown command %q (see ledger --help)", c.Args().First())
 			}
 			return cli.ShowAppHelp(c)
 		},
@@ -84,13 +68,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 // unsigned integers named by names.
 func args(c *cli.Context, names ...string) ([]uint64, error) {
 	if c.NArg() != len(names) {
-		return nil, usageError("%s: want %d arguments (%v), got %d", c.Command.Name, len(names), names, c.NArg())
+		return nil, exitcode.Usage("%s: want %d arguments (%v), got %d", c.Command.Name, len(names), names, c.NArg())
 	}
 	out := make([]uint64, len(names))
 	for i, n := range names {
 		v, err := strconv.ParseUint(c.Args().Get(i), 10, 64)
 		if err != nil {
-			return nil, usageError("%s: %s %q is not a non-negative integer", c.Command.Name, n, c.Args().Get(i))
+			return nil, exitcode.Usage("%s: %s %q is not a non-negative integer", c.Command.Name, n, c.Args().Get(i))
 		}
 		out[i] = v
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lanework/lanework/ledger"
 	"github.com/lanework/lanework/ledger/server"
+	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -49,7 +50,7 @@ func runAppContext(ctx context.Context, args ...string) (string, string, int) {
 	if err != nil {
 		errb.Write([]byte("ledger: " + err.Error() + "\n"))
 	}
-	return out.String(), errb.String(), exitCode(err)
+	return out.String(), errb.String(), exitcode.Of(err)
 }
 
 // startServer serves a fresh ledger on loopback and returns its address.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lanework/lanework/ledger"
 	"github.com/lanework/lanework/ledger/client"
+	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
 // dial connects to --addr and returns a context bounded by --timeout.
@@ -39,7 +40,7 @@ func parseWait(s string) (ledger.Level, error) {
 	case "snapshot":
 		return ledger.Snapshot, nil
 	}
-	return 0, usageError("--wait %q: want computed, committed or snapshot", s)
+	return 0, exitcode.Usage("--wait %q: want computed, committed or snapshot", s)
 }
 
 func depositCommand() *cli.Command {

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
 func balanceCommand() *cli.Command {
@@ -84,7 +85,7 @@ func indexesCommand() *cli.Command {
 		Flags: clientFlags(),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
-				return usageError("indexes: unexpected arguments %v", c.Args().Slice())
+				return exitcode.Usage("indexes: unexpected arguments %v", c.Args().Slice())
 			}
 			cl, ctx, done, err := dial(c)
 			if err != nil {

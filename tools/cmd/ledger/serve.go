@@ -14,6 +14,7 @@ import (
 	"github.com/lanework/lanework/ledger"
 	"github.com/lanework/lanework/ledger/server"
 	"github.com/lanework/lanework/pressure"
+	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
 func serveCommand() *cli.Command {
@@ -55,11 +56,11 @@ func serveCommand() *cli.Command {
 
 func serve(c *cli.Context) error {
 	if c.NArg() != 0 {
-		return usageError("serve: unexpected arguments %v", c.Args().Slice())
+		return exitcode.Usage("serve: unexpected arguments %v", c.Args().Slice())
 	}
 	ws, err := pressure.ParseWaitStrategy(c.String("wait-strategy"))
 	if err != nil {
-		return usageError("serve: %v", err)
+		return exitcode.Usage("serve: %v", err)
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
