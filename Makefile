@@ -9,7 +9,7 @@ BENCHSTAT   = $(shell cd $(LINTMOD) && GOWORK=off go tool -n benchstat)
 COUNT ?= 5
 BENCH ?= .
 
-.PHONY: test race vet staticcheck lint bench fmt-check tidy-check modules gowork-off run
+.PHONY: test race vet staticcheck lint bench fmt-check tidy-check modules gowork-off run fuzz soak
 
 ## test: vet, staticcheck and the race-enabled tests of every module (THE test command).
 test: lint race
@@ -49,3 +49,13 @@ modules:
 ## run: start `ledger serve` on ./data with default settings (Ctrl-C stops it cleanly).
 run:
 	cd tools && go run ./cmd/ledger serve --dir $(ROOT)/data
+
+## fuzz: run each fuzz target for 30 s (their seed corpora also run in make test).
+fuzz:
+	cd ledger && for f in FuzzWALBatch FuzzSnapshot; do go test -run '^$$' -fuzz "^$$f\$$" -fuzztime 30s -fuzzminimizetime 1s . || exit 1; done
+	cd frontier && go test -run '^$$' -fuzz '^FuzzMergeOrder$$' -fuzztime 30s -fuzzminimizetime 1s .
+
+## soak: kill -9 the ledger SOAK_TRIALS times mid-load and check every acknowledged transaction.
+SOAK_TRIALS ?= 200
+soak:
+	cd ledger && go test -run '^TestKill9$$' -count=1 -v -timeout 60m . -args -ledger.kill-trials=$(SOAK_TRIALS)

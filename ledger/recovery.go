@@ -164,6 +164,11 @@ func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
 		if ierr := it.Error(); ierr != nil {
 			return ierr
 		}
+		if kok && first <= rs.last {
+			// The snapshot after it proves this batch was synced: damage,
+			// not a torn write, and deleting it would lose its history.
+			return &CorruptError{Key: k, FirstTx: TxID(first), LastTx: TxID(rs.last), Reason: fmt.Sprintf("%v (covered by snapshot %d, so not a torn write)", err, rs.snapshot)}
+		}
 		// Torn tail: discard it, durably, so that new ids reuse its range.
 		if derr := db.Delete(k, pebble.Sync); derr != nil {
 			return derr

@@ -82,7 +82,9 @@ func TestReopenSnapshotPlusWAL(t *testing.T) {
 	require.NoError(t, err)
 	rec := l.recovered
 	require.Positive(t, rec.snapshot)
-	require.LessOrEqual(t, rec.snapshot, uint64(1000))
+	// Usually <= 1000, but a snapshot skipped while the previous one was
+	// still being written is taken at a later batch, possibly the last.
+	require.LessOrEqual(t, rec.snapshot, uint64(1050))
 	require.Equal(t, 1050-rec.snapshot, rec.replayed)
 	require.Equal(t, before, captureState(t, l))
 	// A ref first used before the snapshot, and one after it.
