@@ -39,7 +39,7 @@ func onUsageError(_ *cli.Context, err error, _ bool) error { return exitcode.Usa
 // process: errors carry their exit status (see exitCode).
 func newApp(stdout, stderr io.Writer) *cli.App {
 	cmds := []*cli.Command{serveCommand(), depositCommand(), withdrawCommand(), transferCommand(),
-		balanceCommand(), txCommand(), indexesCommand(), benchCommand()}
+		balanceCommand(), txCommand(), indexesCommand(), benchCommand(), verifyCommand(), dumpCommand()}
 	for _, c := range cmds {
 		c.OnUsageError = onUsageError
 	}
