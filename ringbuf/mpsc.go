@@ -22,9 +22,10 @@ import (
 //
 // The zero value is not usable; create rings with NewMPSC.
 type MPSC[T any] struct {
-	slots []mpscSlot[T]
-	mask  uint64
-	_     [cacheLinePad - 32]byte
+	slots    []mpscSlot[T]
+	mask     uint64
+	pointers bool // T holds pointers: consumed slots are cleared
+	_        [cacheLinePad - 40]byte
 
 	// Producer-written line. tail is the next unclaimed ticket. headCache
 	// is a shared, possibly stale, copy of head: producers reload head
@@ -54,7 +55,7 @@ func NewMPSC[T any](capacity int) (*MPSC[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &MPSC[T]{slots: make([]mpscSlot[T], c), mask: c - 1}
+	q := &MPSC[T]{slots: make([]mpscSlot[T], c), mask: c - 1, pointers: hasPointers[T]()}
 	q.setTickets(0)
 	return q, nil
 }
@@ -160,8 +161,10 @@ func (q *MPSC[T]) TryPop() (v T, ticket uint64, ok bool) {
 		return v, 0, false
 	}
 	v = s.val
-	var zero T
-	s.val = zero
+	if q.pointers {
+		var zero T
+		s.val = zero // drop references so the ring does not pin garbage
+	}
 	storeRelease(&q.head, h+1) // release: the slot may be claimed again
 	return v, h, true
 }
@@ -179,7 +182,9 @@ func (q *MPSC[T]) TryPopN(dst []T) (first uint64, n int) {
 			break
 		}
 		dst[n] = s.val
-		s.val = zero
+		if q.pointers {
+			s.val = zero
+		}
 		n++
 	}
 	if n > 0 {

@@ -9,17 +9,25 @@ package ringbuf
 // on the reference machine, more than the rest of a push). storeRelease gives
 // exactly release ordering:
 //
-//   - amd64: a plain MOV. Under x86-TSO a store is never reordered with
-//     earlier loads or stores, so it is a release store.
-//   - arm64: STLR, the architecture's store-release.
+//   - amd64: a plain MOV, written in Go so that it inlines (release_amd64.go
+//     says why the compiler keeps it in place). Under x86-TSO a store is
+//     never reordered with earlier loads or stores, so it is a release store.
+//   - arm64: STLR, the architecture's store-release, in assembly; the
+//     compiler does not move memory accesses across a call to an assembly
+//     function.
 //   - elsewhere, and in race-detector builds (whose happens-before tracking
 //     only understands sync/atomic), it is atomic.Uint64.Store.
 //
+// The amd64 and arm64 forms step outside what the Go memory model promises:
+// it defines ordering only for sync/atomic operations. The argument for them
+// is the hardware model plus the compiler's ordering, stated where they are
+// defined; the race-detector build, which runs the same tests with
+// sequentially consistent stores, checks the algorithm under the Go memory
+// model proper.
+//
 // The matching loads are atomic.Uint64.Load, which is a plain MOV on amd64
-// and LDAR on arm64: acquire loads. The Go compiler does not move memory
-// accesses across a call to an assembly function, so program order at the
-// call site is the order the hardware sees. The pair gives the edge the rings
-// rely on: a write before storeRelease(x, v) happens before a read after a
-// Load(x) that returns v. What it does not give is a store-load fence, so a
-// caller that needs a Dekker-style handshake after a push (store the item,
-// then load a flag) must issue its own sequentially consistent operation.
+// and LDAR on arm64: acquire loads. The pair gives the edge the rings rely
+// on: a write before storeRelease(x, v) is visible to a read after a Load(x)
+// that returns v. What it does not give is a store-load fence, so a caller
+// that needs a Dekker-style handshake after a push (store the item, then
+// load a flag) must issue its own sequentially consistent operation.

@@ -15,9 +15,10 @@ import (
 // The zero value is not usable; create rings with NewSPSC.
 type SPSC[T any] struct {
 	// Read-only after construction, shared by both sides.
-	buf  []T
-	mask uint64
-	_    [cacheLinePad - 32]byte
+	buf      []T
+	mask     uint64
+	pointers bool // T holds pointers: consumed slots are cleared
+	_        [cacheLinePad - 40]byte
 
 	// Consumer-written line: head is the next ticket to read; cachedTail
 	// is the consumer's private, possibly stale, copy of tail.
@@ -42,7 +43,7 @@ func NewSPSC[T any](capacity int) (*SPSC[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SPSC[T]{buf: make([]T, c), mask: c - 1}, nil
+	return &SPSC[T]{buf: make([]T, c), mask: c - 1, pointers: hasPointers[T]()}, nil
 }
 
 // setTickets moves an empty ring's head and tail to start; tests use it to
@@ -83,10 +84,16 @@ func (r *SPSC[T]) free(t uint64, want uint64) uint64 {
 }
 
 // TryPush appends v and reports whether there was room. Producer only.
+//
+// The fast path is small enough to inline into the caller; keep it so.
 func (r *SPSC[T]) TryPush(v T) bool {
 	t := r.tail.Load() // own field: never written by anyone else
-	if r.free(t, 1) == 0 {
-		return false
+	if t-r.cachedHead >= uint64(len(r.buf)) {
+		// Acquire: see free.
+		r.cachedHead = r.head.Load()
+		if t-r.cachedHead >= uint64(len(r.buf)) {
+			return false
+		}
 	}
 	r.buf[t&r.mask] = v
 	storeRelease(&r.tail, t+1) // release: publishes the slot write above
@@ -153,15 +160,23 @@ func (r *SPSC[T]) avail(h uint64, want uint64) uint64 {
 
 // TryPop removes and returns the oldest element; ok is false if the ring is
 // empty. Consumer only.
+//
+// The fast path is small enough to inline into the caller; keep it so.
 func (r *SPSC[T]) TryPop() (v T, ok bool) {
 	h := r.head.Load()
-	if r.avail(h, 1) == 0 {
-		return v, false
+	if h == r.cachedTail {
+		// Acquire: see avail.
+		r.cachedTail = r.tail.Load()
+		if h == r.cachedTail {
+			return v, false
+		}
 	}
 	s := &r.buf[h&r.mask]
 	v = *s
-	var zero T
-	*s = zero                  // drop references so the ring does not pin garbage
+	if r.pointers {
+		var zero T
+		*s = zero // drop references so the ring does not pin garbage
+	}
 	storeRelease(&r.head, h+1) // release: our read of the slot precedes its reuse
 	return v, true
 }
@@ -176,9 +191,10 @@ func (r *SPSC[T]) TryPopN(dst []T) int {
 	}
 	i := h & r.mask
 	k := copy(dst[:n], r.buf[i:])
-	clear(r.buf[i : i+uint64(k)])
-	if rest := n - uint64(k); rest > 0 {
-		copy(dst[k:n], r.buf[:rest])
+	rest := n - uint64(k)
+	copy(dst[k:n], r.buf[:rest])
+	if r.pointers {
+		clear(r.buf[i : i+uint64(k)])
 		clear(r.buf[:rest])
 	}
 	storeRelease(&r.head, h+n)
@@ -223,6 +239,8 @@ func (r *SPSC[T]) Advance(k int) {
 	}
 	h := r.head.Load()
 	i := h & r.mask
-	clear(r.buf[i : i+uint64(k)]) // peeked runs never wrap
+	if r.pointers {
+		clear(r.buf[i : i+uint64(k)]) // peeked runs never wrap
+	}
 	storeRelease(&r.head, h+uint64(k))
 }

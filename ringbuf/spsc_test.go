@@ -27,14 +27,14 @@ func TestNewSPSCCapacity(t *testing.T) {
 // fields and from whatever the allocator places after the ring.
 func TestSPSCLayout(t *testing.T) {
 	var r SPSC[[3]uint64]
-	shared := unsafe.Offsetof(r.mask) + unsafe.Sizeof(r.mask)
+	shared := unsafe.Offsetof(r.pointers) + unsafe.Sizeof(r.pointers)
 	head := unsafe.Offsetof(r.head)
 	consEnd := unsafe.Offsetof(r.peeked) + unsafe.Sizeof(r.peeked)
 	tail := unsafe.Offsetof(r.tail)
 	prodEnd := unsafe.Offsetof(r.reserved) + unsafe.Sizeof(r.reserved)
 
 	assert.GreaterOrEqual(t, head, uintptr(cacheLinePad), "consumer line starts a pad after the struct start")
-	assert.GreaterOrEqual(t, head-shared, uintptr(cacheLinePad-32), "shared fields are padded away from head")
+	assert.GreaterOrEqual(t, head-shared, uintptr(cacheLinePad-40), "shared fields are padded away from head")
 	assert.Less(t, unsafe.Offsetof(r.cachedTail), tail)
 	assert.GreaterOrEqual(t, tail-head, uintptr(cacheLinePad), "head and tail are a full pad apart")
 	assert.GreaterOrEqual(t, tail-consEnd, uintptr(cacheLinePad-24))

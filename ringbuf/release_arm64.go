@@ -1,0 +1,11 @@
+//go:build arm64 && !race
+
+package ringbuf
+
+import "sync/atomic"
+
+// storeRelease stores v to *addr with release ordering (STLR). See
+// release.go.
+//
+//go:noescape
+func storeRelease(addr *atomic.Uint64, v uint64)
