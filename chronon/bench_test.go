@@ -67,6 +67,9 @@ func TestZeroAllocsPerCycle(t *testing.T) {
 		"fan-in":             fanin(t),
 		"fan-in bounded":     fanin(t, chronon.Capacity(2)),
 		"minimal with flush": flushing(t),
+		"broadcast":          broadcastFanout(t, 8, true, false),
+		"broadcast fan-in":   broadcastFanout(t, 8, true, true),
+		"broadcast flushing": broadcastFlushing(t),
 	} {
 		require.NoError(t, s.Run(1000), name)
 		allocs := testing.AllocsPerRun(20, func() { _ = s.Run(1000) })
@@ -152,4 +155,70 @@ func BenchmarkFanIn4(b *testing.B) {
 		b.Fatal(err)
 	}
 	reportRate(b, cpu0)
+}
+
+// broadcastFanout is one source sending every cycle over n delay-1
+// unbounded edges to sinks, with the shared broadcast transport on or off.
+// With fanin, half the sinks also read a second, plain producer (capacity
+// 4, delay 2).
+func broadcastFanout(tb testing.TB, n int, on, fanin bool) *chronon.Simulation {
+	s := chronon.New(chronon.WithBroadcast(on))
+	src, other := &source{}, &source{}
+	require.NoError(tb, s.Add("src", src))
+	require.NoError(tb, s.Add("other", other))
+	for i := range n {
+		k := &sink{}
+		require.NoError(tb, s.Add("k"+strconv.Itoa(i), k))
+		require.NoError(tb, chronon.Connect(&src.Out, &k.In))
+		if fanin && i >= n/2 {
+			require.NoError(tb, chronon.Connect(&other.Out, &k.In, chronon.Delay(2), chronon.Capacity(4)))
+		}
+	}
+	require.NoError(tb, s.Build())
+	return s
+}
+
+// broadcastFlushing is a broadcast source into flushing destinations, one
+// single-connection and one fan-in.
+func broadcastFlushing(tb testing.TB) *chronon.Simulation {
+	s := chronon.New()
+	src, other := &source{}, &source{}
+	require.NoError(tb, s.Add("src", src))
+	require.NoError(tb, s.Add("other", other))
+	key := func(v *uint64) uint64 { return *v }
+	for i := range 4 {
+		f := &flusher{key: key}
+		require.NoError(tb, s.Add("f"+strconv.Itoa(i), f))
+		require.NoError(tb, chronon.Connect(&src.Out, &f.In))
+		if i%2 == 1 {
+			require.NoError(tb, chronon.Connect(&other.Out, &f.In, chronon.Capacity(4)))
+		}
+	}
+	require.NoError(tb, s.Build())
+	return s
+}
+
+// BenchmarkBroadcast8 is a source with fanout 8 over delay-1 edges, every
+// destination taking every message, with the shared broadcast transport on
+// and off: ns/cycle and the payload storage of the model's lanes and rings.
+// single: 8 single-connection sinks; fanin: 4 of them also read a second
+// producer.
+func BenchmarkBroadcast8(b *testing.B) {
+	for _, fanin := range []bool{false, true} {
+		for _, on := range []bool{true, false} {
+			name := map[bool]string{false: "single", true: "fanin"}[fanin] + "/" + map[bool]string{false: "off", true: "on"}[on]
+			b.Run(name, func(b *testing.B) {
+				s := broadcastFanout(b, 8, on, fanin)
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu0 := cpuTime()
+				if err := s.Run(uint64(b.N)); err != nil {
+					b.Fatal(err)
+				}
+				reportRate(b, cpu0)
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/cycle")
+				b.ReportMetric(float64(chronon.PayloadBytes(s)), "payload-B")
+			})
+		}
+	}
 }

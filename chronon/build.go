@@ -1,6 +1,11 @@
 package chronon
 
-import "github.com/lanework/lanework/ringbuf"
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/lanework/lanework/ringbuf"
+)
 
 // depth returns the physical lane depth a connection needs: its capacity,
 // plus the slot a flip-flop overwrites while the old value is still read.
@@ -22,17 +27,52 @@ func (k *conn[T]) depth() int {
 // its messages, in lane and FIFO alike, within its own depth. So the
 // aggregate bound is enforced per connection and the FIFO's extra move per
 // message is saved; results are identical.
+//
+// A connection from a shared broadcast ring (see planBroadcast) is read
+// through a cursor instead of a lane: by a single-connection port directly,
+// by a fan-in port through a cursorMerge, which then gives each of the
+// port's other connections a one-reader ring of its lane's size, so that
+// every source of the merge is a cursor. Either way the port's receive,
+// filter, flush and cancel code is the same.
 func (p *InPort[T]) build() error {
+	p.one, p.ring, p.merge, p.keepFn, p.flushFn = nil, ingress[T]{}, nil, nil, nil
+	for _, k := range p.conns {
+		k.ring, k.flane, k.sh = nil, nil, nil
+	}
 	switch len(p.conns) {
 	case 0:
 		return nil
 	case 1:
 		k := p.conns[0]
+		p.one = k
+		if b := k.out.bc; b != nil {
+			p.ring = ingress[T]{rd: newReader(b, k.cur, k.lane, false)}
+			return nil
+		}
 		r, err := ringbuf.NewSPSC[msg[T]](k.depth())
 		if err != nil {
 			return err
 		}
-		p.one, p.ring, k.ring = k, r, r
+		p.ring, k.ring = ingress[T]{ring: r}, r
+		return nil
+	}
+	p.keepFn = p.keepMerged
+	p.flushFn = p.flushMerged
+	if p.fromBroadcast() {
+		cm := &cursorMerge[T]{srcs: make([]*reader[T], len(p.conns))}
+		for i, k := range p.conns { // in connection id order
+			if b := k.out.bc; b != nil {
+				cm.srcs[i] = newReader(b, k.cur, k.lane, true)
+				continue
+			}
+			d := k.depth()
+			if d < 1 || d > ringbuf.MaxCapacity {
+				return fmt.Errorf("lane of %s: %w: %d", k.name, ringbuf.ErrCapacity, d)
+			}
+			k.sh = newShared[T](pow2(d), []string{k.name})
+			cm.srcs[i] = newReader(k.sh, 0, k.lane, false)
+		}
+		p.merge = &fanIn[T]{cm: cm}
 		return nil
 	}
 	depths := make([]int, len(p.conns))
@@ -46,10 +86,66 @@ func (p *InPort[T]) build() error {
 	for i, k := range p.conns {
 		k.flane = lanes[i]
 	}
-	p.merge = m
-	p.keepFn = p.keepMerged
-	p.flushFn = p.flushMerged
+	p.merge = &fanIn[T]{fr: m}
 	return nil
+}
+
+// fromBroadcast reports whether a connection of the port reads a shared
+// broadcast ring.
+func (p *InPort[T]) fromBroadcast() bool {
+	for _, k := range p.conns {
+		if k.out.bc != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// planBroadcast gives the port a shared broadcast ring when on and the
+// port has BroadcastFanout or more connections, all of delay 1 and without
+// capacity. Such connections have no admission ledger to keep per
+// destination (only the producer-side rate), and every message arrives in
+// the next cycle, so one payload ring with a cursor per destination carries
+// them all. It runs before any InPort is built.
+func (p *OutPort[T]) planBroadcast(on bool) {
+	p.bc = nil
+	if !on || len(p.conns) < BroadcastFanout {
+		return
+	}
+	names := make([]string, len(p.conns))
+	for i, k := range p.conns {
+		if k.delay != 1 || k.capacity != 0 {
+			return
+		}
+		names[i] = k.name
+	}
+	p.bc = newShared[T](UnboundedDepth, names)
+	for i, k := range p.conns {
+		k.cur = i
+	}
+}
+
+// payloadBytes returns the payload storage of the port's connections:
+// lane or ring slots, the shared broadcast ring counted once.
+func (p *OutPort[T]) payloadBytes() int {
+	if p.bc != nil {
+		return len(p.bc.buf) * int(unsafe.Sizeof(msg[T]{}))
+	}
+	n := 0
+	for _, k := range p.conns {
+		switch {
+		case k.ring != nil:
+			n += k.ring.Cap() * int(unsafe.Sizeof(msg[T]{}))
+		case k.flane != nil:
+			n += k.flane.Cap() * int(unsafe.Sizeof(struct {
+				a uint64
+				m msg[T]
+			}{}))
+		case k.sh != nil:
+			n += len(k.sh.buf) * int(unsafe.Sizeof(msg[T]{}))
+		}
+	}
+	return n
 }
 
 func (p *InPort[T]) connIDs() []uint64 {

@@ -35,8 +35,10 @@ type conn[T any] struct {
 	rate     uint64 // 0: unlimited
 	dff      bool   // delay 1, capacity 1, rate 1: one older unread entry counts as free
 	lane     uint32
+	cur      int                    // the connection's cursor on its OutPort's shared broadcast ring
 	ring     *ringbuf.SPSC[msg[T]]  // single-connection destination
 	flane    *frontier.Lane[msg[T]] // fan-in destination
+	sh       *shared[T]             // a fan-in destination reading broadcast rings: the connection's own one-reader ring
 
 	// cross is set by the parallel engine when producer and receiver are
 	// in different clusters, which may run on different goroutines: the
@@ -148,21 +150,34 @@ func (k *conn[T]) admits(c uint64) bool {
 
 // push publishes v. The caller has checked admits.
 func (k *conn[T]) push(c uint64, epoch uint32, v T) {
+	k.record(c)
+	m := msg[T]{arrive: c + k.delay, epoch: epoch, lane: k.lane, v: v}
+	var ok bool
+	switch {
+	case k.ring != nil:
+		ok = k.ring.TryPush(m)
+	case k.flane != nil:
+		ok = k.flane.TryPush(m.arrive, m)
+	default:
+		ok = k.sh.put(&m) < 0
+	}
+	if !ok {
+		k.out.u.sim.overflow(k.out.u, k.name, c)
+	}
+	k.publish()
+}
+
+// record counts one push in producer cycle c in the producer's ledger.
+func (k *conn[T]) record(c uint64) {
 	if k.pushCycle != c {
 		k.pushesPrev = k.pushes
 		k.pushCycle = c
 	}
 	k.pushes++
-	m := msg[T]{arrive: c + k.delay, epoch: epoch, lane: k.lane, v: v}
-	var ok bool
-	if k.ring != nil {
-		ok = k.ring.TryPush(m)
-	} else {
-		ok = k.flane.TryPush(m.arrive, m)
-	}
-	if !ok {
-		k.out.u.sim.overflow(k.out.u, k.name, c)
-	}
+}
+
+// publish publishes the push count, after the message, when cross.
+func (k *conn[T]) publish() {
 	if k.cross {
 		k.pubPushes.Store(k.pushes)
 	}

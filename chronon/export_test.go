@@ -6,3 +6,29 @@ func SetSegmentCycles(s *Simulation, n uint64) { s.segCycles = n }
 
 // SequentialSegments returns how many adaptive segments ran sequentially.
 func SequentialSegments(s *Simulation) int { return s.seqSegments }
+
+// PayloadBytes returns the payload storage of every connection's lane or
+// ring, each shared broadcast ring counted once.
+func PayloadBytes(s *Simulation) int {
+	n := 0
+	for _, u := range s.units {
+		for _, o := range u.outs {
+			n += o.payloadBytes()
+		}
+	}
+	return n
+}
+
+// BroadcastPorts returns the names of the OutPorts using a shared
+// broadcast ring.
+func BroadcastPorts(s *Simulation) []string {
+	var names []string
+	for _, u := range s.units {
+		for _, o := range u.outs {
+			if o.broadcasting() {
+				names = append(names, o.fullName())
+			}
+		}
+	}
+	return names
+}

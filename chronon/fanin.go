@@ -2,15 +2,9 @@ package chronon
 
 import "github.com/lanework/lanework/frontier"
 
-// fanIn is the deterministic merge behind an InPort with more than one
-// connection, ordering messages by (arrive, connection id). It is used
-// concretely, not through an interface: the receive path calls it every
-// cycle.
-type fanIn[T any] = frontier.Merger[msg[T]]
-
-// newFanIn returns a merge with one lane per connection id, of the given
+// newFanIn returns a frontier merge (see fanIn) with one lane per connection id, of the given
 // depths.
-func newFanIn[T any](ids []uint64, depths []int) (*fanIn[T], []*frontier.Lane[msg[T]], error) {
+func newFanIn[T any](ids []uint64, depths []int) (*frontier.Merger[msg[T]], []*frontier.Lane[msg[T]], error) {
 	m := frontier.New[msg[T]]()
 	lanes := make([]*frontier.Lane[msg[T]], len(ids))
 	for i, id := range ids {

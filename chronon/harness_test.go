@@ -207,14 +207,16 @@ func (n *node) Tick() {
 // output fans out to one or two destinations; an edge to a later node has
 // delay 0 (building clusters), 1, 2, 3 or 8, an edge to an earlier node or
 // itself 1, 3 or 8 (feedback loops with mixed delays); capacities 0
-// (unlimited), 1, 2 or 4; rates 1 or 2.
-func randomTopology(seed uint64) func(t *testing.T) *chronon.Simulation {
+// (unlimited), 1, 2 or 4; rates 1 or 2. About one output in five is
+// instead a high-fanout source: 4 to 8 delay-1 edges without capacity,
+// which the shared broadcast transport carries unless opts switch it off.
+func randomTopology(seed uint64, opts ...chronon.SimOption) func(t *testing.T) *chronon.Simulation {
 	return func(t *testing.T) *chronon.Simulation {
 		t.Helper()
 		r := seed
 		next := func(n uint64) uint64 { r = mix(r); return r % n }
 		units := int(4 + next(9))
-		s := chronon.New()
+		s := chronon.New(opts...)
 		nodes := make([]*node, units)
 		for i := range nodes {
 			nodes[i] = &node{seed: mix(seed + uint64(i)), sendP: 24 + next(96)}
@@ -222,6 +224,14 @@ func randomTopology(seed uint64) func(t *testing.T) *chronon.Simulation {
 		}
 		for i, n := range nodes {
 			for o := range n.Out {
+				if next(5) == 0 {
+					rate := int(1 + next(2))
+					for range 4 + next(5) {
+						j := int(next(uint64(units)))
+						require.NoError(t, chronon.Connect(&n.Out[o], &nodes[j].In, chronon.Delay(1), chronon.Rate(rate)))
+					}
+					continue
+				}
 				for range 1 + next(2) {
 					j := int(next(uint64(units)))
 					var d uint64

@@ -1,10 +1,6 @@
 package chronon
 
-import (
-	"reflect"
-
-	"github.com/lanework/lanework/ringbuf"
-)
+import "reflect"
 
 // InPort is the receiving end of connections carrying messages of type T.
 // Declare it as a field of the unit struct; the zero value is ready for
@@ -15,9 +11,9 @@ import (
 // several connections in (arrive, connection id) order.
 type InPort[T any] struct {
 	u     *unitState
-	one   *conn[T] // the connection of a single-connection port
-	ring  *ringbuf.SPSC[msg[T]]
-	front []msg[T] // survivors of a selective flush, older than anything in ring
+	one   *conn[T]   // the connection of a single-connection port
+	ring  ingress[T] // the connection's lane of a single-connection port
+	front []msg[T]   // survivors of a selective flush, older than anything in ring
 	fhead int
 
 	merge *fanIn[T] // fan-in ports
@@ -131,7 +127,7 @@ func (p *InPort[T]) receive(keep func(*T) bool) (T, bool) {
 		}
 		ok := !k.stale(m.epoch, c) && (keep == nil || keep(&m.v))
 		v := m.v
-		p.ring.Advance(1)
+		p.ring.Advance()
 		k.credit(c)
 		if ok {
 			return v, true
@@ -227,7 +223,7 @@ func (p *InPort[T]) flush() int {
 			}
 			p.front = append(p.front, *m)
 		}
-		p.ring.Advance(1)
+		p.ring.Advance()
 	}
 	if p.fhead == len(p.front) {
 		p.front, p.fhead = p.front[:0], 0

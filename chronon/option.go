@@ -48,3 +48,21 @@ func (c connConfig) validate() error {
 	}
 	return nil
 }
+
+// SimOption configures a Simulation made by New.
+type SimOption func(*simConfig)
+
+type simConfig struct {
+	broadcast bool
+}
+
+func defaultSimConfig() simConfig { return simConfig{broadcast: true} }
+
+// WithBroadcast switches the shared broadcast transport on (the default) or
+// off. When on, Build gives every OutPort with BroadcastFanout or more
+// connections, all of delay 1 and without capacity, one payload ring
+// written once per Send, with a cache-line-aligned read cursor per
+// destination, instead of one lane per connection. Results are identical
+// either way, sequentially and in parallel; only memory use and speed
+// differ.
+func WithBroadcast(on bool) SimOption { return func(c *simConfig) { c.broadcast = on } }

@@ -16,6 +16,7 @@ type OutPort[T any] struct {
 	u     *unitState
 	name  string
 	conns []*conn[T]
+	bc    *shared[T] // the shared broadcast ring, when Build chose it
 	// epoch and cancelAt are written by the owner only, and read by
 	// receivers, possibly on other workers (see conn.stale).
 	epoch    atomic.Uint32
@@ -55,10 +56,33 @@ func (p *OutPort[T]) Send(v T) bool {
 		}
 	}
 	e := p.epoch.Load()
+	if b := p.bc; b != nil {
+		p.broadcast(b, c, e, v)
+		return true
+	}
 	for _, k := range p.conns {
 		k.push(c, e, v)
 	}
 	return true
+}
+
+// broadcast is Send's publication on a shared broadcast ring: the ledgers
+// of every connection, one payload write, then the published counts. When a
+// reader has no room, the first such connection overflows, as its lane
+// would have been the first to in the direct transport; the run stops at
+// the end of the cycle, before any receiver could see the message, so not
+// delivering it to the other connections is not observable.
+func (p *OutPort[T]) broadcast(b *shared[T], c uint64, e uint32, v T) {
+	for _, k := range p.conns {
+		k.record(c)
+	}
+	m := msg[T]{arrive: c + 1, epoch: e, v: v}
+	if i := b.put(&m); i >= 0 {
+		p.u.sim.overflow(p.u, b.name[i], c)
+	}
+	for _, k := range p.conns {
+		k.publish()
+	}
 }
 
 // CancelInFlight cancels every message sent on the port so far. The cancel
@@ -83,6 +107,9 @@ type outPortAny interface {
 	localName() string
 	elem() reflect.Type
 	connectAny(in inPortAny, cfg connConfig) (*edge, error)
+	planBroadcast(on bool)
+	broadcasting() bool
+	payloadBytes() int
 }
 
 func (p *OutPort[T]) bind(u *unitState, name string) { p.u, p.name = u, name }
@@ -90,6 +117,7 @@ func (p *OutPort[T]) unit() *unitState               { return p.u }
 func (p *OutPort[T]) fullName() string               { return p.Name() }
 func (p *OutPort[T]) localName() string              { return p.name }
 func (p *OutPort[T]) elem() reflect.Type             { return reflect.TypeFor[T]() }
+func (p *OutPort[T]) broadcasting() bool             { return p.bc != nil }
 
 func (p *OutPort[T]) connectAny(in inPortAny, cfg connConfig) (*edge, error) {
 	ip, ok := in.(*InPort[T])

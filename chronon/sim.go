@@ -39,6 +39,7 @@ type Simulation struct {
 	seqSegments int    // adaptive segments run sequentially, for tests
 
 	obs observer
+	cfg simConfig
 }
 
 // edge is the untyped record of a connection, for validation and planning.
@@ -57,9 +58,13 @@ func (e *edge) String() string {
 	return fmt.Sprintf("%s (delay %d)", e.name, e.delay)
 }
 
-// New returns an empty simulation.
-func New() *Simulation {
-	return &Simulation{byName: make(map[string]*unitState), obs: observer{next: none}, threshold: DefaultParallelThreshold}
+// New returns an empty simulation configured by opts.
+func New(opts ...SimOption) *Simulation {
+	cfg := defaultSimConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return &Simulation{byName: make(map[string]*unitState), obs: observer{next: none}, threshold: DefaultParallelThreshold, cfg: cfg}
 }
 
 // Add adds u under name. It binds u's embedded Base and finds its ports
@@ -148,6 +153,11 @@ func (s *Simulation) Build() (err error) {
 	for i, ui := range p.order {
 		s.order[i] = s.units[ui]
 		s.order[i].pos = i
+	}
+	for _, u := range s.units {
+		for _, out := range u.outs {
+			out.planBroadcast(s.cfg.broadcast)
+		}
 	}
 	for _, in := range s.ins {
 		if err := in.build(); err != nil {
