@@ -33,14 +33,14 @@ func (m *Merger[T]) min() (int, *item[T]) {
 }
 
 // scan is min for fewer than heapThreshold lanes and no spill. A first
-// pass collects the non-empty lanes, at the cost of Len's two loads each; a
+// pass collects the non-empty lanes, at the cost of two loads each; a
 // second compares their heads, cached in heads when the consumer has seen
 // them already (only it can change a head). Ranks are in (connID, laneID)
 // order, so the lowest-ranked lane with the smallest arrive wins ties.
 func (m *Merger[T]) scan() (int, *item[T]) {
 	var busy uint32
 	for s, r := range m.rings {
-		if r.Len() != 0 {
+		if r.Tail() != r.Head() { // consumer: head is ours, tail a fresh load
 			busy |= 1 << (s & (heapThreshold - 1))
 		}
 	}

@@ -69,6 +69,18 @@ func (r *SPSC[T]) Len() int {
 	return int(n)
 }
 
+// Head returns the ticket of the next element the consumer will take: the
+// number of elements consumed since the ring was made. Tail returns the
+// ticket the producer will write next: the number of elements published.
+// Both are atomic loads; Tail() != Head() is the cheapest emptiness test a
+// consumer scanning many rings can make (Len also clamps a stale pair).
+// Called by a goroutine other than the one that advances the ticket, the
+// result is a snapshot that may be stale by the time it returns.
+func (r *SPSC[T]) Head() uint64 { return r.head.Load() }
+
+// Tail returns the ticket the producer will write next; see Head.
+func (r *SPSC[T]) Tail() uint64 { return r.tail.Load() }
+
 // free returns how many slots the producer may write at ticket t, reloading
 // head only when the cached copy says fewer than want are free.
 func (r *SPSC[T]) free(t uint64, want uint64) uint64 {

@@ -302,3 +302,20 @@ func TestSPSCNoAllocs(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+func TestSPSCHeadTail(t *testing.T) {
+	r, _ := NewSPSC[int](4)
+	r.setTickets(1<<64 - 2) // the tickets cross the 2^64 wrap below
+	assert.Equal(t, uint64(1<<64-2), r.Head())
+	assert.Equal(t, r.Head(), r.Tail(), "empty")
+	assert.Equal(t, 3, r.TryPushN([]int{1, 2, 3}))
+	assert.Equal(t, uint64(1), r.Tail(), "three published, past the wrap")
+	r.TryPop()
+	assert.Equal(t, uint64(1<<64-1), r.Head())
+	assert.Equal(t, uint64(r.Len()), r.Tail()-r.Head())
+	s := r.Reserve(1)
+	require.Len(t, s, 1)
+	assert.Equal(t, uint64(1), r.Tail(), "a reservation publishes nothing")
+	r.Commit(1)
+	assert.Equal(t, uint64(2), r.Tail())
+}
