@@ -75,7 +75,7 @@ type clusterList struct {
 	claim    atomic.Uint64
 	_        [cacheLine - 8]byte
 	clusters [][]*unitState
-	chunk    uint64 // clusters per claim
+	chunk    uint64 // most clusters per claim
 }
 
 const idxBits = 24 // clusters per list < 1<<24 (Connect caps nothing, but 16M clusters is far beyond use)
@@ -220,6 +220,10 @@ func (w *worker) loop() {
 			return
 		}
 		c = g >> 1 // at least c; later if the others ran whole cycles meanwhile
+		// Count the clusters this worker ran, and publish them with one
+		// add once no list has any left in c: one contended atomic per
+		// worker and cycle rather than one per chunk.
+		ran := uint64(0)
 		for i := range e.lists {
 			l := e.lists[(w.id+i)%len(e.lists)]
 			for {
@@ -230,8 +234,11 @@ func (w *worker) loop() {
 				for _, cl := range l.clusters[lo:hi] {
 					w.runCluster(c, cl)
 				}
-				w.finished(c, hi-lo)
+				ran += hi - lo
 			}
+		}
+		if ran > 0 {
+			w.finished(c, ran)
 		}
 		c++
 	}
@@ -251,6 +258,10 @@ func (w *worker) await(c uint64) uint64 {
 
 // take claims the next chunk of the list's clusters in cycle c. Cycle c is
 // tagged c+1, so that the counter's reset value 0 is older than any cycle.
+// Chunks shrink as the list drains (a quarter of what is left, at most
+// chunk, at least one cluster): few claims while there is plenty of work,
+// and single clusters at the end of the cycle, so that a worker that runs
+// out of work waits for at most one cluster of another's.
 func (l *clusterList) take(c uint64) (lo, hi uint64, ok bool) {
 	n := uint64(len(l.clusters))
 	tag := (c + 1) << idxBits
@@ -267,7 +278,7 @@ func (l *clusterList) take(c uint64) (lo, hi uint64, ok bool) {
 		if lo >= n {
 			return 0, 0, false
 		}
-		hi = min(lo+l.chunk, n)
+		hi = lo + max(1, min(l.chunk, (n-lo)/4))
 		if l.claim.CompareAndSwap(v, tag|hi) {
 			return lo, hi, true
 		}

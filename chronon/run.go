@@ -105,14 +105,23 @@ func (s *Simulation) runSeq(n uint64) (err error) {
 	return s.fault
 }
 
-// calibrationCycles is how many cycles the first parallel Run runs
+// calibrationCycles is the most cycles the first parallel Run runs
 // sequentially, in calibrationSlices slices, to measure the cost of a
-// cycle; profileCycles how many more it then runs timing every unit, to
-// partition by measured cost.
+// cycle; profileCycles the most it then runs timing every unit, to
+// partition by measured cost. Both phases also stop at a time budget
+// (calibrationSliceTime per slice, checked every calibrationStep cycles, and
+// profileTime, after at least profileMinCycles), so that an expensive model
+// spends milliseconds, not a thousand sequential cycles, before it runs in
+// parallel: a 100 us cycle measures over 8 slices of 8 cycles and profiles
+// over about 100 cycles.
 const (
-	calibrationCycles = 1024
-	calibrationSlices = 8
-	profileCycles     = 256
+	calibrationCycles    = 1024
+	calibrationSlices    = 8
+	calibrationStep      = 8
+	calibrationSliceTime = 500 * time.Microsecond
+	profileCycles        = 256
+	profileMinCycles     = 32
+	profileTime          = 10 * time.Millisecond
 )
 
 // calibrate runs the first cycles of a parallel configuration sequentially.
@@ -120,9 +129,9 @@ const (
 // would cost more than it saves, and the sequential engine is kept. The
 // cost is that of the fastest slice, so that the host descheduling the
 // goroutine during a slice does not count. Otherwise it times each unit's
-// Tick over profileCycles more cycles and repartitions the clusters by those
-// costs. Results depend on neither the engine nor the partition, so neither
-// do these choices. It returns how many of the n cycles remain.
+// Tick over up to profileCycles more cycles and repartitions the clusters by
+// those costs. Results depend on neither the engine nor the partition, so
+// neither do these choices. It returns how many of the n cycles remain.
 func (s *Simulation) calibrate(n uint64) uint64 {
 	if s.calibrated || s.threshold == 0 {
 		return n
@@ -135,13 +144,15 @@ func (s *Simulation) calibrate(n uint64) uint64 {
 	per := time.Duration(1<<63 - 1)
 	for range calibrationSlices {
 		c1, t0 := s.cycle, time.Now()
-		_ = s.runSeq(slice) // a failure halts the simulation; Run returns s.fault
-		if ran := s.cycle - c1; ran == slice {
-			per = min(per, time.Since(t0)/slice)
+		var el time.Duration
+		for ran := uint64(0); ran < slice && el < calibrationSliceTime; ran += calibrationStep {
+			_ = s.runSeq(calibrationStep) // a failure halts the simulation; Run returns s.fault
+			if s.halt {
+				return n - (s.cycle - c0)
+			}
+			el = time.Since(t0)
 		}
-		if s.halt {
-			return n - (s.cycle - c0)
-		}
+		per = min(per, el/time.Duration(s.cycle-c1))
 	}
 	ran := s.cycle - c0
 	s.calibrated = true
@@ -166,11 +177,16 @@ func (s *Simulation) calibrate(n uint64) uint64 {
 	return n - ran
 }
 
-// runProfiled is runSeq adding each unit's Tick time to cost.
+// runProfiled is runSeq adding each unit's Tick time to cost. It stops
+// early, after at least profileMinCycles, once profileTime has passed.
 func (s *Simulation) runProfiled(n uint64, cost []time.Duration) (err error) {
 	defer s.recoverUnit(&err)
-	for end := s.cycle + n; s.cycle < end && !s.halt; {
+	t0 := time.Now()
+	for c0, end := s.cycle, s.cycle+n; s.cycle < end && !s.halt; {
 		c := s.cycle
+		if c-c0 >= profileMinCycles && time.Since(t0) >= profileTime {
+			break
+		}
 		for _, u := range s.order {
 			u.cycle = c
 			s.cur = u

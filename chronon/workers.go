@@ -124,7 +124,7 @@ func newEngine(s *Simulation, n int, cost func(cl int) int64) *engine {
 	part := partition(s.plan.clusters, n, cost)
 	e := &engine{sim: s, n: uint64(len(s.plan.clusters))}
 	for wi, cls := range part {
-		l := &clusterList{chunk: uint64(max(1, len(cls)/8))}
+		l := &clusterList{chunk: uint64(max(1, len(cls)/4))}
 		for _, cl := range cls {
 			units := make([]*unitState, len(s.plan.clusters[cl]))
 			for i, ui := range s.plan.clusters[cl] {
