@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -46,7 +47,7 @@ func (c *crashPoint) MaybeError(op errorfs.Op) error {
 	clone := c.mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: c.keepPct, RNG: c.rng})
 	c.cloneMu.Lock()
 	if l := c.ledger.Load(); l != nil {
-		c.midSnap = len(l.snapFree) == 0 // the persister holds the buffer
+		c.midSnap = l.spare.Load() == nil // the persister holds the buffer
 	}
 	c.clone, c.atClone, c.cloneOp = clone, acks, op
 	c.cloneMu.Unlock()
@@ -151,8 +152,13 @@ func checkCrashClone(t *testing.T, cfg Config, fs vfs.FS, acks []Result) {
 		if r.Fail == Duplicate {
 			orig = r.DupOf
 		}
-		res, err := l.SubmitAndWait(context.Background(), Deposit{Account: 1, Amount: 1, UserRef: r.UserRef}, Computed)
-		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		res, err := l.SubmitAndWait(ctx, Deposit{Account: 1, Amount: 1, UserRef: r.UserRef}, Computed)
+		cancel()
+		if err != nil {
+			ix, _ := l.Indexes()
+			t.Fatalf("resubmit after reopen: %v; indexes %+v, sequencer ring len %d, pressure %+v", err, ix, l.seq.Len(), l.pm.Stats())
+		}
 		require.Equal(t, Duplicate, res.Fail)
 		require.Equal(t, orig, res.DupOf)
 	}

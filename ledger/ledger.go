@@ -64,8 +64,28 @@ type Ledger struct {
 	epochWall int64
 
 	persistCh chan *snapshotData // Snapshotter -> persister
-	snapFree  chan *snapshotData // the one snapshot buffer, while unused
 	persisted atomic.Uint64      // tx id of the newest persisted snapshot
+
+	// Counters for Stats, each block written by one goroutine.
+	_          pad
+	outcomes   [KindComposite + 1][numFailReasons]atomic.Uint64 // Transactor
+	_          pad
+	walBatches atomic.Uint64 // WAL: group commits synced
+	walBytes   atomic.Uint64 // WAL: their encoded size
+	walSyncNs  atomic.Uint64 // WAL: time spent in synced commits
+	_          pad
+	snapshots  atomic.Uint64 // persister: snapshots made durable since Open
+	// spare is the one snapshot buffer while the Snapshotter may fill it
+	// (nil while the persister holds it). The persister stores it back and
+	// then calls Wake, so a Snapshotter with a request pending, polling
+	// spare, never misses it (the Wake contract in package pressure).
+	spare atomic.Pointer[snapshotData]
+	_     pad
+	// snapWant is the highest tx id a Snapshot call needs a persisted
+	// snapshot to cover; raised by callers (CAS-max, then Wake), read by
+	// the Snapshotter every iteration.
+	snapWant  atomic.Uint64
+	snapWaits waitList // Snapshot calls, by snapWant id, released by the persister
 
 	recovered recoveryInfo
 
@@ -110,7 +130,6 @@ func start(cfg Config, db *pebble.DB, rs *recovered) (*Ledger, error) {
 		readable:  make([]atomic.Int64, cfg.MaxAccounts),
 		epoch:     time.Now(),
 		persistCh: make(chan *snapshotData, 1),
-		snapFree:  make(chan *snapshotData, 1),
 		stopped:   make(chan struct{}),
 	}
 	l.epochWall = l.epoch.UnixNano()
@@ -132,7 +151,7 @@ func start(cfg Config, db *pebble.DB, rs *recovered) (*Ledger, error) {
 		p.Store(rs.last)
 	}
 	l.persisted.Store(rs.snapshot)
-	l.snapFree <- &snapshotData{bal: make([]int64, cfg.MaxAccounts)}
+	l.spare.Store(&snapshotData{bal: make([]int64, cfg.MaxAccounts)})
 
 	l.pm = pressure.New(cfg.WaitStrategy)
 	var st [3]*pressure.Stage

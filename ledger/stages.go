@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"time"
+
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lanework/lanework/pressure"
 )
@@ -29,6 +31,7 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 	defer func() { l.txDone.Store(true); l.pm.Wake() }()
 	reqs := make([]request, min(transactorRun, l.cfg.RingSize))
 	next := l.base
+	var cnt outcomeCounts // this run's outcomes, added to l.outcomes once per run
 	var bo backoff
 	for {
 		out := l.toWAL.Reserve(len(reqs))
@@ -54,14 +57,33 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 		ts := l.now()
 		for i := range n {
 			x.execute(&reqs[i], next+uint64(i), ts, &out[i])
+			cnt[out[i].kind][out[i].fail]++
 			reqs[i] = request{} // drop references to legs and waiters
 		}
 		l.toWAL.Commit(n)
 		next += uint64(n)
+		l.addOutcomes(&cnt) // before Computed: Stats sees counts >= the index
 		l.computed.Store(next - 1)
 		l.waits[Computed].release(TxID(next - 1))
 		deliver(out[:n], Computed)
 		l.pm.Wake()
+	}
+}
+
+// outcomeCounts counts transactions by kind and fail reason.
+type outcomeCounts [KindComposite + 1][numFailReasons]uint32
+
+// addOutcomes adds the Transactor's counts of one run to the shared
+// counters and clears them: a handful of atomic adds per run of up to
+// transactorRun transactions, not one per transaction.
+func (l *Ledger) addOutcomes(c *outcomeCounts) {
+	for k := range c {
+		for f, n := range c[k] {
+			if n != 0 {
+				l.outcomes[k][f].Add(uint64(n))
+				c[k][f] = 0
+			}
+		}
 	}
 }
 
@@ -103,6 +125,7 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 		recs = recs[:k]
 		b.Reset()
 		err := b.Set(putIDKey(&key, prefixWAL, recs[0].id), buf, nil)
+		t0 := time.Now()
 		if err == nil {
 			err = b.Commit(pebble.Sync)
 		}
@@ -110,6 +133,9 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 			l.fail(err)
 			return
 		}
+		l.walSyncNs.Add(uint64(time.Since(t0)))
+		l.walBytes.Add(uint64(len(buf)))
+		l.walBatches.Add(1)
 		last := recs[k-1].id
 		l.committed.Store(last)
 		l.waits[Committed].release(TxID(last))
@@ -135,14 +161,24 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 }
 
 // runSnapshotter applies committed entries to the readable balances and
-// hands a copy of them to the persister every SnapshotEvery transactions.
+// hands a copy of them to the persister every SnapshotEvery transactions,
+// and when a Snapshot call asks for one (snapWant above the last snapshot
+// taken).
 func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 	defer l.wg.Done()
 	defer close(l.persistCh)
-	lastSnap := l.persisted.Load()
+	lastSnap := l.persisted.Load() // tx id of the last snapshot handed over
+	applied := l.snapshot.Load()
 	for {
 		recs := l.toSnap.PeekN(snapshotterRun)
 		if len(recs) == 0 {
+			// A requested snapshot of an idle ledger: everything asked
+			// for is applied. Checked before the exit test, so a request
+			// made before Close is still served while the pipeline drains.
+			if want := l.snapWant.Load(); want > lastSnap && applied >= want && l.takeSnapshot(applied, &refs) {
+				lastSnap = applied
+				continue
+			}
 			if l.walDone.Load() && l.toSnap.Len() == 0 {
 				return
 			}
@@ -165,31 +201,46 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 			}
 		}
 		last := recs[len(recs)-1].id
+		applied = last
 		l.snapshot.Store(last)
 		l.waits[Snapshot].release(TxID(last))
 		deliver(recs, Snapshot)
 		l.toSnap.Advance(len(recs))
 		l.pm.Wake()
-		if l.cfg.SnapshotEvery > 0 && last-lastSnap >= uint64(l.cfg.SnapshotEvery) {
-			select {
-			case s := <-l.snapFree:
-				// Copying 8 bytes per account stalls this stage briefly;
-				// encoding and the synced write happen in the persister.
-				for i := range s.bal {
-					s.bal[i] = l.readable[i].Load()
-				}
-				refs.trim(last+1, nil)
-				s.txID, s.refs = last, refs.entries()
-				l.persistCh <- s
-				lastSnap = last
-			default: // the previous snapshot is still being written
-			}
+		due := l.cfg.SnapshotEvery > 0 && last-lastSnap >= uint64(l.cfg.SnapshotEvery)
+		if want := l.snapWant.Load(); want > lastSnap && last >= want {
+			due = true
+		}
+		// If the previous snapshot is still being written, takeSnapshot
+		// skips and the next batch (or idle iteration) tries again.
+		if due && l.takeSnapshot(last, &refs) {
+			lastSnap = last
 		}
 	}
 }
 
+// takeSnapshot copies the readable balances and the dedup window as of tx
+// id at into the spare buffer and hands it to the persister; false if the
+// persister still holds the buffer. Copying 8 bytes per account stalls the
+// Snapshotter briefly; encoding and the synced write happen in the
+// persister.
+func (l *Ledger) takeSnapshot(at uint64, refs *refWindow) bool {
+	s := l.spare.Swap(nil)
+	if s == nil {
+		return false
+	}
+	for i := range s.bal {
+		s.bal[i] = l.readable[i].Load()
+	}
+	refs.trim(at+1, nil)
+	s.txID, s.refs = at, refs.entries()
+	l.persistCh <- s
+	return true
+}
+
 // runPersister writes the snapshots the Snapshotter hands over, one at a
-// time, and prunes old snapshots and WAL.
+// time, prunes old snapshots and WAL, and releases the Snapshot calls the
+// new snapshot covers.
 func (l *Ledger) runPersister() {
 	defer l.wg.Done()
 	var buf []byte
@@ -200,8 +251,17 @@ func (l *Ledger) runPersister() {
 			l.fail(err)
 		} else {
 			l.persisted.Store(s.txID)
+			l.snapshots.Add(1)
+			l.snapWaits.release(TxID(s.txID))
 		}
+		covered := s.txID
 		s.refs = nil
-		l.snapFree <- s
+		l.spare.Store(s) // s belongs to the Snapshotter from here on
+		// A Snapshotter with a request this snapshot does not cover may
+		// be waiting for the buffer: wake it. A request raised after this
+		// load is woken for by its caller, whose Wake follows our store.
+		if l.snapWant.Load() > covered {
+			l.pm.Wake()
+		}
 	}
 }

@@ -32,6 +32,23 @@ type Config struct {
 	SnapshotEvery int64                 // ledger.Config.SnapshotEvery [its default: snapshots on]
 	SampleEvery   int                   // time one call in this many [64 at an offered rate, 1024 at saturation]
 	Seed          uint64
+	// Progress, if set, is called every ProgressEvery [1s] while the
+	// submitters run, from one goroutine of the harness, never after Run
+	// returns. It must not block for long: the next call waits for it.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
+}
+
+// Progress is what Config.Progress receives during a run.
+type Progress struct {
+	Elapsed    time.Duration // since the submitters started
+	Committed  uint64        // transactions durable since the run started
+	Throughput float64       // durable tx/s since the previous call
+	// CommitP50 and CommitP99 are the submit -> Committed latencies of the
+	// sampled transactions that committed since the previous call (0 if
+	// none did).
+	CommitP50, CommitP99 time.Duration
+	Stats                ledger.Stats // the ledger's indexes, counters and pressure
 }
 
 // Report is the outcome of Run. Latencies are from sampled transactions.
@@ -65,6 +82,9 @@ func (c *Config) defaults() error {
 	if c.TransferShare == 0 {
 		c.TransferShare = 0.5
 	}
+	if c.ProgressEvery <= 0 {
+		c.ProgressEvery = time.Second
+	}
 	if c.SampleEvery <= 0 {
 		c.SampleEvery = 64
 		if c.Rate == 0 {
@@ -97,6 +117,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	// latencies. Ids commit in order, so waiting for them one at a time
 	// in id order measures each within the wake-up of its batch.
 	samples := make(chan sample, 1<<16)
+	var latMu sync.Mutex // commitLat, shared with the progress reporter
 	var commitLat []time.Duration
 	var trackErr error
 	trackDone := make(chan struct{})
@@ -109,7 +130,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 				}
 				return
 			}
-			commitLat = append(commitLat, time.Since(s.t0))
+			d := time.Since(s.t0)
+			latMu.Lock()
+			commitLat = append(commitLat, d)
+			latMu.Unlock()
 		}
 	}()
 
@@ -131,7 +155,20 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			errs[g] = err
 		}()
 	}
+	stopProgress := make(chan struct{})
+	var pwg sync.WaitGroup
+	if cfg.Progress != nil {
+		pwg.Go(func() {
+			report(&cfg, l, start, stopProgress, func(since int) ([]time.Duration, int) {
+				latMu.Lock()
+				defer latMu.Unlock()
+				return slices.Clone(commitLat[since:]), len(commitLat)
+			})
+		})
+	}
 	wg.Wait()
+	close(stopProgress)
+	pwg.Wait()
 	close(samples)
 	if err := errors.Join(errs...); err != nil {
 		return Report{}, err
@@ -154,6 +191,31 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	r.CommitP50, r.CommitP99, r.CommitP999 = quantile(commitLat, 0.50), quantile(commitLat, 0.99), quantile(commitLat, 0.999)
 	r.PeakRSS = peakRSS()
 	return r, nil
+}
+
+// report calls cfg.Progress every cfg.ProgressEvery until stop is closed.
+// lat returns the commit latencies recorded from index since on, and the
+// new total.
+func report(cfg *Config, l *ledger.Ledger, start time.Time, stop <-chan struct{}, lat func(since int) ([]time.Duration, int)) {
+	t := time.NewTicker(cfg.ProgressEvery)
+	defer t.Stop()
+	base := l.Stats().Committed
+	last, lastCommitted, seen := start, base, 0
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			st := l.Stats()
+			d, n := lat(seen)
+			seen = n
+			p := Progress{Elapsed: now.Sub(start), Committed: st.Committed - base, Stats: st,
+				Throughput: float64(st.Committed-lastCommitted) / max(now.Sub(last).Seconds(), 1e-9),
+				CommitP50:  quantile(d, 0.50), CommitP99: quantile(d, 0.99)}
+			last, lastCommitted = now, st.Committed
+			cfg.Progress(p)
+		}
+	}
 }
 
 func submitLoop(ctx context.Context, l *ledger.Ledger, cfg *Config, g int, start, deadline time.Time,

@@ -6,10 +6,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/lanework/lanework/pressure"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -64,4 +66,42 @@ func TestHarness(t *testing.T) {
 		t.Log(r)
 		require.NoError(t, os.RemoveAll(dir))
 	}
+}
+
+// TestHarnessProgress: the progress hook is called during the run with
+// growing counts and ordered indexes, and never after Run returns.
+func TestHarnessProgress(t *testing.T) {
+	var mu sync.Mutex
+	var got []Progress
+	returned := false
+	r, err := Run(context.Background(), Config{Dir: t.TempDir(), Accounts: 10_000, Submitters: 1,
+		Duration: 500 * time.Millisecond, Rate: 20_000, ProgressEvery: 50 * time.Millisecond,
+		Progress: func(p Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			assert.False(t, returned, "called after Run returned")
+			got = append(got, p)
+		}})
+	require.NoError(t, err)
+	mu.Lock()
+	returned = true
+	defer mu.Unlock()
+	require.GreaterOrEqual(t, len(got), 3, "about ten calls in 500 ms")
+	for i, p := range got {
+		x := p.Stats.Indexes
+		assert.LessOrEqual(t, x.Snapshot, x.Committed)
+		assert.LessOrEqual(t, x.Committed, x.Computed)
+		assert.LessOrEqual(t, x.Computed, x.Sequenced)
+		assert.Positive(t, p.Elapsed)
+		assert.GreaterOrEqual(t, p.Throughput, 0.0)
+		assert.LessOrEqual(t, p.CommitP50, p.CommitP99)
+		if i > 0 {
+			assert.GreaterOrEqual(t, p.Committed, got[i-1].Committed)
+			assert.Greater(t, p.Elapsed, got[i-1].Elapsed)
+		}
+	}
+	last := got[len(got)-1]
+	assert.Positive(t, last.Committed)
+	assert.LessOrEqual(t, last.Committed, r.Ops)
+	assert.Equal(t, 3, last.Stats.Pressure.Stages)
 }

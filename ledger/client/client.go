@@ -92,7 +92,7 @@ func (c *Client) conn(ctx context.Context, s *slot) (*pconn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w", c.addr, err)
 	}
-	p := newPconn(nc, c.opts.maxFrame)
+	p := newPconn(nc, c.opts.maxFrame, c.opts.writeTimeout)
 	s.p.Store(p)
 	return p, nil
 }
@@ -116,17 +116,27 @@ func (c *Client) do(ctx context.Context, want wire.Type, encode func(e *wire.Enc
 	if err != nil {
 		return nil, c.mapErr(err)
 	}
-	p.send(func(e *wire.Encoder) { encode(e, id) })
+	dl, _ := ctx.Deadline()
+	p.send(func(e *wire.Encoder) { encode(e, id) }, dl)
 	select {
 	case <-cl.done:
-		if cl.err != nil {
-			return nil, c.mapErr(cl.err)
-		}
-		return cl, nil
+		return c.finish(cl)
 	case <-ctx.Done():
+		select {
+		case <-cl.done: // answered (or failed) as ctx ended: report that
+			return c.finish(cl)
+		default:
+		}
 		p.abandon(id)
 		return nil, ctx.Err()
 	}
+}
+
+func (c *Client) finish(cl *call) (*call, error) {
+	if cl.err != nil {
+		return nil, c.mapErr(cl.err)
+	}
+	return cl, nil
 }
 
 func (c *Client) mapErr(err error) error {
@@ -215,4 +225,17 @@ func (c *Client) Indexes(ctx context.Context) (ledger.Indexes, error) {
 		return ledger.Indexes{}, err
 	}
 	return cl.idx, nil
+}
+
+// Snapshot asks the server to write a snapshot now and returns, once it is
+// durable, the last transaction it covers: at least every transaction
+// committed when the server received the request (see
+// ledger.Ledger.Snapshot). If ctx ends first the snapshot may still be
+// written.
+func (c *Client) Snapshot(ctx context.Context) (ledger.TxID, error) {
+	cl, err := c.do(ctx, wire.TypeSnapshotTaken, func(e *wire.Encoder, id uint64) { e.Snapshot(id) })
+	if err != nil {
+		return 0, err
+	}
+	return cl.first, nil
 }

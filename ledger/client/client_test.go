@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -210,4 +211,113 @@ func (p *pconn) pendingIDs() []uint64 {
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// stuckDialer hands out net.Pipe connections. The first one's server end
+// never reads (a stuck peer: a net.Pipe write blocks until the other end
+// reads); later ones are served by answer.
+type stuckDialer struct {
+	mu    sync.Mutex
+	dials int
+	ends  []net.Conn
+	wg    sync.WaitGroup
+}
+
+func (d *stuckDialer) dial(context.Context, string, string) (net.Conn, error) {
+	cl, sv := net.Pipe()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dials++
+	d.ends = append(d.ends, sv)
+	if d.dials > 1 {
+		d.wg.Go(func() {
+			fr := wire.NewFrameReader(bufio.NewReader(sv), 0)
+			e := wire.NewEncoder()
+			for {
+				h, _, err := fr.Next()
+				if err != nil {
+					return
+				}
+				e.Reset()
+				switch h.Type {
+				case wire.TypePing:
+					e.Pong(h.ID)
+				case wire.TypeSnapshot:
+					e.SnapshotTaken(h.ID, 42)
+				}
+				if _, err := sv.Write(e.Bytes()); err != nil {
+					return
+				}
+			}
+		})
+	}
+	return cl, nil
+}
+
+func (d *stuckDialer) close() {
+	d.mu.Lock()
+	for _, c := range d.ends {
+		c.Close()
+	}
+	d.mu.Unlock()
+	d.wg.Wait()
+}
+
+// TestWriteTimeout: a server that stops reading cannot block a writer
+// forever. The write gives up at the write timeout (no ctx deadline) and
+// the call fails with ErrConnLost; a second call queued behind the stuck
+// write fails with it; the next call dials a new connection and succeeds.
+func TestWriteTimeout(t *testing.T) {
+	d := &stuckDialer{}
+	defer d.close()
+	c, err := Dial(context.Background(), "stuck", WithConns(1), WithDialer(d.dial), WithWriteTimeout(500*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	queued := make(chan error, 1)
+	t0 := time.Now()
+	go func() {
+		// starts once the first call is pending, so it queues behind
+		// (or becomes) the stuck write; either way the connection dies
+		// (the write timeout leaves it a wide margin to get there first)
+		if !assert.Eventually(t, func() bool { return len(c.slots[0].p.Load().pendingIDs()) == 1 }, 5*time.Second, time.Millisecond) {
+			queued <- errors.New("first call never pending")
+			return
+		}
+		queued <- c.Ping(ctx)
+	}()
+	err = c.Ping(ctx)
+	el := time.Since(t0)
+	require.ErrorIs(t, err, ErrConnLost)
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	assert.GreaterOrEqual(t, el, 500*time.Millisecond)
+	assert.Less(t, el, 10*time.Second)
+	qerr := <-queued
+	require.Error(t, qerr)
+	require.ErrorIs(t, qerr, ErrConnLost)
+
+	id, err := c.Snapshot(ctx)
+	require.NoError(t, err, "a fresh connection")
+	assert.Equal(t, ledger.TxID(42), id)
+	assert.Equal(t, 2, d.dials)
+}
+
+// TestWriteDeadlineFromContext: with no write timeout, the caller's ctx
+// deadline bounds the write.
+func TestWriteDeadlineFromContext(t *testing.T) {
+	d := &stuckDialer{}
+	defer d.close()
+	c, err := Dial(context.Background(), "stuck", WithConns(1), WithDialer(d.dial), WithWriteTimeout(0))
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	_, err = c.Snapshot(ctx)
+	el := time.Since(t0)
+	require.ErrorIs(t, err, ErrConnLost, "the stuck write fails, and with it the connection")
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	assert.GreaterOrEqual(t, el, 90*time.Millisecond)
+	assert.Less(t, el, 5*time.Second)
+	require.NoError(t, c.Ping(context.Background()))
 }

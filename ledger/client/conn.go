@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/lanework/lanework/ledger"
 	"github.com/lanework/lanework/ledger/wire"
@@ -33,6 +34,9 @@ type pconn struct {
 	spare    *wire.Encoder
 	flushing bool
 
+	writeTimeout time.Duration // bound on one write; 0: only ctx deadlines
+	deadlineSet  bool          // a write deadline is set on nc (owned by the flusher)
+
 	pmu     sync.Mutex
 	pending map[uint64]*call
 	nextID  uint64
@@ -40,8 +44,8 @@ type pconn struct {
 	dead    chan struct{} // closed when err is set
 }
 
-func newPconn(nc net.Conn, maxFrame int) *pconn {
-	p := &pconn{nc: nc, enc: wire.NewEncoder(), spare: wire.NewEncoder(),
+func newPconn(nc net.Conn, maxFrame int, writeTimeout time.Duration) *pconn {
+	p := &pconn{nc: nc, enc: wire.NewEncoder(), spare: wire.NewEncoder(), writeTimeout: writeTimeout,
 		pending: make(map[uint64]*call), dead: make(chan struct{})}
 	go p.read(maxFrame)
 	return p
@@ -100,7 +104,15 @@ func (p *pconn) abandon(id uint64) {
 // send appends one frame with encode and writes it, coalescing with the
 // frames of concurrent callers: the first caller becomes the flusher and
 // writes everything appended until the buffer stays empty.
-func (p *pconn) send(encode func(*wire.Encoder)) {
+//
+// Every write has a deadline, so a peer that stops reading cannot block a
+// writer forever: now + the write timeout (WithWriteTimeout), or the
+// flushing caller's ctx deadline if that is earlier, for the write that
+// carries its own frame; now + the write timeout for the frames of others
+// it writes after. A write that misses its deadline may have sent part of
+// a frame, so the connection dies: every call in flight on it fails with
+// ErrConnLost (wrapping os.ErrDeadlineExceeded).
+func (p *pconn) send(encode func(*wire.Encoder), ctxDeadline time.Time) {
 	p.wmu.Lock()
 	encode(p.enc)
 	if p.flushing {
@@ -108,11 +120,27 @@ func (p *pconn) send(encode func(*wire.Encoder)) {
 		return
 	}
 	p.flushing = true
+	own := true
 	for p.enc.Len() > 0 {
 		buf := p.enc
 		p.enc, p.spare = p.spare, nil
 		p.wmu.Unlock()
-		_, err := p.nc.Write(buf.Bytes())
+		var dl time.Time
+		if p.writeTimeout > 0 {
+			dl = time.Now().Add(p.writeTimeout)
+		}
+		if own && !ctxDeadline.IsZero() && (dl.IsZero() || ctxDeadline.Before(dl)) {
+			dl = ctxDeadline
+		}
+		own = false
+		var err error
+		if !dl.IsZero() || p.deadlineSet {
+			err = p.nc.SetWriteDeadline(dl)
+			p.deadlineSet = !dl.IsZero()
+		}
+		if err == nil {
+			_, err = p.nc.Write(buf.Bytes())
+		}
 		buf.Reset()
 		p.wmu.Lock()
 		p.spare = buf
@@ -120,7 +148,7 @@ func (p *pconn) send(encode func(*wire.Encoder)) {
 			p.flushing = false
 			p.enc.Reset()
 			p.wmu.Unlock()
-			p.die(fmt.Errorf("%w: %w", ErrConnLost, err))
+			p.die(fmt.Errorf("%w: write: %w", ErrConnLost, err))
 			return
 		}
 	}
@@ -194,6 +222,8 @@ func decodeInto(dec *wire.Decoder, t wire.Type, body []byte, c *call) error {
 		c.level, err = dec.StatusIs(body)
 	case wire.TypeIndexesAre:
 		c.idx, err = dec.IndexesAre(body)
+	case wire.TypeSnapshotTaken:
+		c.first, err = dec.SnapshotTaken(body)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", errProtocol, err)

@@ -15,12 +15,15 @@ type options struct {
 	conns    int
 	timeout  time.Duration
 	maxFrame int
-	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	// writeTimeout bounds each write to the connection
+	writeTimeout time.Duration
+	dial         func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func defaultOptions() options {
 	var d net.Dialer
-	return options{conns: 2, timeout: 5 * time.Second, maxFrame: wire.DefaultMaxFrame, dial: d.DialContext}
+	return options{conns: 2, timeout: 5 * time.Second, maxFrame: wire.DefaultMaxFrame,
+		writeTimeout: DefaultWriteTimeout, dial: d.DialContext}
 }
 
 // WithConns sets the number of pooled connections (default 2, at least 1).
@@ -33,6 +36,20 @@ func WithConns(n int) Option {
 // the context passed to Dial or to the call that reconnects.
 func WithDialTimeout(d time.Duration) Option {
 	return func(o *options) { o.timeout = d }
+}
+
+// DefaultWriteTimeout is the default of WithWriteTimeout.
+const DefaultWriteTimeout = 10 * time.Second
+
+// WithWriteTimeout bounds every write of requests to a connection (default
+// DefaultWriteTimeout); a call's ctx deadline, if earlier, bounds the write
+// that carries its request. A write that does not finish in time (a server
+// that stopped reading) closes the connection: the calls in flight on it
+// fail with an error matching ErrConnLost, and the next call dials a new
+// one. d <= 0 leaves only ctx deadlines, so a call without one may block in
+// a write for as long as the peer does not read.
+func WithWriteTimeout(d time.Duration) Option {
+	return func(o *options) { o.writeTimeout = max(d, 0) }
 }
 
 // WithMaxFrame bounds the length of a response frame the client accepts

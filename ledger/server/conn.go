@@ -294,6 +294,19 @@ func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.R
 			return
 		}
 		c.reply(response{typ: wire.TypeIndexesAre, id: h.ID, idx: x})
+	case wire.TypeSnapshot:
+		// The snapshot is written and synced by the ledger's persister:
+		// wait off the reader goroutine. Concurrent requests share it.
+		c.waits.Add(1)
+		c.s.workers.run(func() {
+			defer c.waits.Done()
+			tx, err := l.Snapshot(c.s.ctx)
+			if err != nil {
+				c.fail(h.ID, err)
+				return
+			}
+			c.reply(response{typ: wire.TypeSnapshotTaken, id: h.ID, first: tx})
+		})
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 //	GET  /v1/accounts/{id}/balance   {"account":1,"balance":100}
 //	GET  /v1/tx/{id}                 {"id":1,"status":"committed","result":{...}}
 //	GET  /v1/indexes                 {"sequenced":..,"computed":..,"committed":..,"snapshot":..}
+//	POST /v1/snapshot                write a snapshot now; {"tx_id":..} once it is durable
 //	GET  /healthz                    200 "ok", or 503 once the ledger is closed or failed
 //	GET  /metrics                    Prometheus text format
 //
@@ -28,6 +29,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/accounts/{id}/balance", s.handleBalance)
 	mux.HandleFunc("GET /v1/tx/{id}", s.handleTx)
 	mux.HandleFunc("GET /v1/indexes", s.handleIndexes)
+	mux.HandleFunc("POST /v1/snapshot", s.handleSnapshot)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -195,6 +197,17 @@ func (s *Server) handleIndexes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, jsonIndexes(x))
+}
+
+func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
+	tx, err := s.l.Snapshot(r.Context())
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		TxID ledger.TxID `json:"tx_id"`
+	}{tx})
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {

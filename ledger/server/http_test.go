@@ -151,6 +151,44 @@ func TestMetrics(t *testing.T) {
 	assert.Equal(t, float64(3), m[`ledger_server_ops_submitted_total`])
 	assert.Contains(t, m, `ledger_index_lag{from="committed",to="snapshot"}`)
 	assert.Contains(t, m, `ledger_committed_tx_per_second`)
+
+	// Ledger-wide counters (ledger.Stats) include transactions submitted
+	// in process, which the server never saw.
+	res, err := f.l.SubmitAndWait(ctx, ledger.Transfer{From: 5, To: 6, Amount: 1}, ledger.Committed)
+	require.NoError(t, err)
+	require.Equal(t, ledger.InsufficientFunds, res.Fail)
+	_, err = c.Snapshot(ctx)
+	require.NoError(t, err)
+	m = getMetrics(t, f)
+	assert.Equal(t, float64(1), m[`ledger_transactions_total{kind="withdrawal",reason="insufficient funds"}`])
+	assert.Equal(t, float64(1), m[`ledger_transactions_total{kind="transfer",reason="insufficient funds"}`])
+	assert.Equal(t, float64(2), m[`ledger_transactions_total{kind="deposit",reason="ok"}`])
+	assert.Equal(t, float64(2), m[`ledger_fails_total{reason="insufficient funds"}`])
+	assert.Equal(t, float64(0), m[`ledger_fails_total{reason="duplicate"}`])
+	assert.NotContains(t, m, `ledger_fails_total{reason="ok"}`)
+	assert.Equal(t, float64(0), m[`ledger_server_outcomes_total{kind="transfer",reason="insufficient funds"}`], "not seen by the server")
+	assert.Equal(t, float64(4), m[`ledger_submitted_total`])
+	assert.Equal(t, float64(4), m[`ledger_committed_total`])
+	assert.Equal(t, float64(f.l.Stats().WALBatches), m[`ledger_wal_batches_total`], "idle: nothing changes")
+	assert.Positive(t, m[`ledger_wal_bytes_total`])
+	assert.Positive(t, m[`ledger_wal_sync_seconds_total`])
+	assert.Equal(t, m[`ledger_wal_batches_total`]+1, m[`ledger_syncs_total`], "WAL batches plus one manifest")
+	assert.Equal(t, float64(1), m[`ledger_snapshots_total`])
+	assert.Equal(t, float64(4), m[`ledger_snapshot_persisted_tx`])
+	assert.Contains(t, []float64{0, 1, 2}, m[`ledger_pressure_level`])
+	for _, name := range []string{"parks", "unparks", "yields"} {
+		assert.Contains(t, m, "ledger_pressure_"+name+"_total")
+	}
+	assert.Equal(t, float64(1), m[`ledger_server_requests_total{type="snapshot"}`])
+}
+
+func getMetrics(t *testing.T, f *fixture) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(f.httpURL() + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	return parseMetrics(t, resp.Body)
 }
 
 // TestShutdownAnswersInFlight shuts the server down under load: every

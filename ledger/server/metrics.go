@@ -89,6 +89,7 @@ func (s *Server) writeMetrics(w io.Writer) error {
 	fmt.Fprintf(b, "ledger_index_lag{from=\"committed\",to=\"snapshot\"} %d\n", x.Committed-x.Snapshot)
 	family("ledger_committed_tx_per_second", "gauge", "Durable transactions per second over the last second.")
 	fmt.Fprintf(b, "ledger_committed_tx_per_second %g\n", math.Float64frombits(m.rate.Load()))
+	s.writeLedgerStats(b, family)
 	family("ledger_server_ops_submitted_total", "counter", "Operations submitted through this server.")
 	fmt.Fprintf(b, "ledger_server_ops_submitted_total %d\n", m.ops.Load())
 	family("ledger_server_outcomes_total", "counter", "Outcomes of the transactions whose result this server waited for, by kind and fail reason.")
@@ -105,7 +106,7 @@ func (s *Server) writeMetrics(w io.Writer) error {
 	fmt.Fprintf(b, "ledger_server_connections_total{event=\"idle_closed\"} %d\n", m.idleClosed.Load())
 	fmt.Fprintf(b, "ledger_server_connections_total{event=\"slow_closed\"} %d\n", m.slowClosed.Load())
 	family("ledger_server_requests_total", "counter", "Binary-protocol requests by type.")
-	for t := wire.TypePing; t <= wire.TypeIndexes; t++ {
+	for t := wire.TypePing; t.IsRequest(); t++ {
 		fmt.Fprintf(b, "ledger_server_requests_total{type=%q} %d\n", t.String(), m.requests[t].Load())
 	}
 	other := uint64(0)
@@ -126,4 +127,45 @@ func (s *Server) writeMetrics(w io.Writer) error {
 	family("ledger_server_http_requests_total", "counter", "HTTP API requests.")
 	fmt.Fprintf(b, "ledger_server_http_requests_total %d\n", m.httpReqs.Load())
 	return b.Flush()
+}
+
+// writeLedgerStats writes the ledger-wide counters of ledger.Stats: every
+// transaction the ledger executed since it was opened, whoever submitted
+// it, and the work of its stages.
+func (s *Server) writeLedgerStats(b *bufio.Writer, family func(name, typ, help string)) {
+	st := s.l.Stats()
+	family("ledger_transactions_total", "counter", "Transactions executed by the ledger since it was opened, by kind and outcome (reason \"ok\" or the fail reason).")
+	for k := ledger.KindDeposit; k <= ledger.KindComposite; k++ {
+		for f := ledger.OK; f <= ledger.Duplicate; f++ {
+			fmt.Fprintf(b, "ledger_transactions_total{kind=%q,reason=%q} %d\n", k.String(), f.String(), st.Outcomes[k][f])
+		}
+	}
+	family("ledger_fails_total", "counter", "Transactions rolled back since the ledger was opened, by fail reason (all kinds).")
+	for f := ledger.InsufficientFunds; f <= ledger.Duplicate; f++ {
+		fmt.Fprintf(b, "ledger_fails_total{reason=%q} %d\n", f.String(), st.Fails(f))
+	}
+	family("ledger_submitted_total", "counter", "Transactions sequenced since the ledger was opened.")
+	fmt.Fprintf(b, "ledger_submitted_total %d\n", st.Submitted)
+	family("ledger_committed_total", "counter", "Transactions made durable since the ledger was opened.")
+	fmt.Fprintf(b, "ledger_committed_total %d\n", st.Committed)
+	family("ledger_wal_batches_total", "counter", "WAL group commits (one synced pebble write each).")
+	fmt.Fprintf(b, "ledger_wal_batches_total %d\n", st.WALBatches)
+	family("ledger_wal_bytes_total", "counter", "Encoded bytes of the WAL batches.")
+	fmt.Fprintf(b, "ledger_wal_bytes_total %d\n", st.WALBytes)
+	family("ledger_wal_sync_seconds_total", "counter", "Time the WAL stage spent in synced commits.")
+	fmt.Fprintf(b, "ledger_wal_sync_seconds_total %g\n", st.WALSyncTime.Seconds())
+	family("ledger_syncs_total", "counter", "Synced pebble commits: WAL batches plus snapshot manifests.")
+	fmt.Fprintf(b, "ledger_syncs_total %d\n", st.Syncs)
+	family("ledger_snapshots_total", "counter", "Snapshots made durable since the ledger was opened (periodic and requested).")
+	fmt.Fprintf(b, "ledger_snapshots_total %d\n", st.Snapshots)
+	family("ledger_snapshot_persisted_tx", "gauge", "Last transaction covered by the newest durable snapshot (0: none).")
+	fmt.Fprintf(b, "ledger_snapshot_persisted_tx %d\n", st.SnapshotTx)
+	family("ledger_pressure_level", "gauge", "Pressure level of the pipeline: 0 idle (stages park), 1 low (yield), 2 high (spin).")
+	fmt.Fprintf(b, "ledger_pressure_level %d\n", st.Pressure.Level)
+	family("ledger_pressure_parks_total", "counter", "Times a pipeline stage parked.")
+	fmt.Fprintf(b, "ledger_pressure_parks_total %d\n", st.Pressure.Parks)
+	family("ledger_pressure_unparks_total", "counter", "Times a parked pipeline stage was woken.")
+	fmt.Fprintf(b, "ledger_pressure_unparks_total %d\n", st.Pressure.Unparks)
+	family("ledger_pressure_yields_total", "counter", "Times a pipeline stage yielded its P.")
+	fmt.Fprintf(b, "ledger_pressure_yields_total %d\n", st.Pressure.Yields)
 }

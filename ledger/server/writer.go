@@ -13,7 +13,7 @@ type response struct {
 	typ         wire.Type
 	id          uint64
 	err         *wire.Error // set: the answer is a TypeError
-	first, last ledger.TxID
+	first, last ledger.TxID // TypeSubmitted; first also carries TypeSnapshotTaken's tx
 	res         ledger.Result
 	bal         int64
 	level       ledger.Level
@@ -142,5 +142,7 @@ func encode(e *wire.Encoder, r *response) {
 		e.StatusIs(r.id, r.level)
 	case wire.TypeIndexesAre:
 		e.IndexesAre(r.id, r.idx)
+	case wire.TypeSnapshotTaken:
+		e.SnapshotTaken(r.id, r.first)
 	}
 }

@@ -11,7 +11,8 @@ import (
 
 // Request is a decoded request body. Which fields are set depends on the
 // type: Submit (Level, Ops), SubmitWait (Level, Op), Wait (Tx, Level),
-// Balance (Account), Status and Result (Tx); Ping and Indexes have none.
+// Balance (Account), Status and Result (Tx); Ping, Indexes and Snapshot
+// have none.
 type Request struct {
 	Level   ledger.Level
 	Ops     []ledger.Op // valid until the Decoder's next call; see Decoder
@@ -144,7 +145,7 @@ func (d *Decoder) Request(t Type, body []byte, req *Request) error {
 	var extra int
 	var err error
 	switch t {
-	case TypePing, TypeIndexes:
+	case TypePing, TypeIndexes, TypeSnapshot:
 		extra, err = d.open(0)
 	case TypeSubmit:
 		if extra, err = d.open(2); err == nil {
@@ -429,6 +430,20 @@ func (d *Decoder) IndexesAre(body []byte) (ledger.Indexes, error) {
 	}
 	x = ledger.Indexes{Sequenced: ledger.TxID(s), Computed: ledger.TxID(c), Committed: ledger.TxID(m), Snapshot: ledger.TxID(p)}
 	return x, d.finish(extra)
+}
+
+// SnapshotTaken decodes a TypeSnapshotTaken body.
+func (d *Decoder) SnapshotTaken(body []byte) (ledger.TxID, error) {
+	d.reset(body)
+	extra, err := d.open(1)
+	if err != nil {
+		return 0, err
+	}
+	var tx uint64
+	if err := d.uints(&tx); err != nil {
+		return 0, err
+	}
+	return ledger.TxID(tx), d.finish(extra)
 }
 
 // Error decodes a TypeError body.

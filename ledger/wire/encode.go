@@ -116,6 +116,10 @@ func (e *Encoder) Result(id uint64, tx ledger.TxID) int {
 // Indexes appends a TypeIndexes request.
 func (e *Encoder) Indexes(id uint64) int { e.begin(TypeIndexes, id, 0); return e.end() }
 
+// Snapshot appends a TypeSnapshot request: write a snapshot now and answer
+// once it is durable.
+func (e *Encoder) Snapshot(id uint64) int { e.begin(TypeSnapshot, id, 0); return e.end() }
+
 // Raw appends a frame of type t whose body is the given bytes, verbatim
 // (tests use it to send malformed bodies).
 func (e *Encoder) Raw(t Type, id uint64, body []byte) int {
@@ -253,6 +257,14 @@ func (e *Encoder) IndexesAre(id uint64, x ledger.Indexes) int {
 	e.u(uint64(x.Computed))
 	e.u(uint64(x.Committed))
 	e.u(uint64(x.Snapshot))
+	return e.end()
+}
+
+// SnapshotTaken appends a TypeSnapshotTaken response: the last transaction
+// the durable snapshot covers.
+func (e *Encoder) SnapshotTaken(id uint64, tx ledger.TxID) int {
+	e.begin(TypeSnapshotTaken, id, 1)
+	e.u(uint64(tx))
 	return e.end()
 }
 

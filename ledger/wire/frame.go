@@ -21,31 +21,35 @@ const (
 	TypeStatus     Type = 0x06 // body [id]; answer TypeStatusIs
 	TypeResult     Type = 0x07 // body [id]; answer TypeResultIs
 	TypeIndexes    Type = 0x08 // body []; answer TypeIndexesAre
+	TypeSnapshot   Type = 0x09 // body []; answer TypeSnapshotTaken
 )
 
 // Response types.
 const (
-	TypePong            = TypePing | respBit       // body []
-	TypeSubmitted       = TypeSubmit | respBit     // body [first, last]
-	TypeResultIs        = TypeSubmitWait | respBit // body result (answers TypeSubmitWait and TypeResult)
-	TypeWaited          = TypeWait | respBit       // body []
-	TypeBalanceIs       = TypeBalance | respBit    // body [balance]
-	TypeStatusIs        = TypeStatus | respBit     // body [level]
-	TypeIndexesAre      = TypeIndexes | respBit    // body [sequenced, computed, committed, snapshot]
-	TypeError      Type = 0xFF                     // body [code, index, message]
+	TypePong               = TypePing | respBit       // body []
+	TypeSubmitted          = TypeSubmit | respBit     // body [first, last]
+	TypeResultIs           = TypeSubmitWait | respBit // body result (answers TypeSubmitWait and TypeResult)
+	TypeWaited             = TypeWait | respBit       // body []
+	TypeBalanceIs          = TypeBalance | respBit    // body [balance]
+	TypeStatusIs           = TypeStatus | respBit     // body [level]
+	TypeIndexesAre         = TypeIndexes | respBit    // body [sequenced, computed, committed, snapshot]
+	TypeSnapshotTaken      = TypeSnapshot | respBit   // body [tx_id]
+	TypeError         Type = 0xFF                     // body [code, index, message]
 )
 
 const respBit Type = 0x80
 
 // IsRequest reports whether t is a request type this version knows.
-func (t Type) IsRequest() bool { return t >= TypePing && t <= TypeIndexes }
+func (t Type) IsRequest() bool { return t >= TypePing && t <= TypeSnapshot }
 
 var typeNames = map[Type]string{
 	TypePing: "ping", TypeSubmit: "submit", TypeSubmitWait: "submit_wait", TypeWait: "wait",
 	TypeBalance: "balance", TypeStatus: "status", TypeResult: "result", TypeIndexes: "indexes",
-	TypePong: "pong", TypeSubmitted: "submitted", TypeResultIs: "result_is", TypeWaited: "waited",
+	TypeSnapshot: "snapshot",
+	TypePong:     "pong", TypeSubmitted: "submitted", TypeResultIs: "result_is", TypeWaited: "waited",
 	TypeBalanceIs: "balance_is", TypeStatusIs: "status_is", TypeIndexesAre: "indexes_are",
-	TypeError: "error",
+	TypeSnapshotTaken: "snapshot_taken",
+	TypeError:         "error",
 }
 
 // String returns the type's protocol name, or "type(0xNN)".

@@ -55,8 +55,9 @@ func TestRequestRoundTrip(t *testing.T) {
 	e.Status(6, 77)
 	e.Result(7, 78)
 	e.Indexes(8)
+	e.Snapshot(9)
 	fs := frames(t, e.Bytes(), 0)
-	require.Len(t, fs, 8)
+	require.Len(t, fs, 9)
 	d := NewDecoder()
 	var req Request
 	want := []Request{
@@ -70,8 +71,9 @@ func TestRequestRoundTrip(t *testing.T) {
 		{Tx: 77},
 		{Tx: 78},
 		{},
+		{},
 	}
-	types := []Type{TypePing, TypeSubmit, TypeSubmitWait, TypeWait, TypeBalance, TypeStatus, TypeResult, TypeIndexes}
+	types := []Type{TypePing, TypeSubmit, TypeSubmitWait, TypeWait, TypeBalance, TypeStatus, TypeResult, TypeIndexes, TypeSnapshot}
 	for i, f := range fs {
 		assert.Equal(t, types[i], f.h.Type)
 		assert.Equal(t, uint64(i+1), f.h.ID)
@@ -94,8 +96,9 @@ func TestResponseRoundTrip(t *testing.T) {
 	e.IndexesAre(7, x)
 	e.Error(8, &Error{Code: CodeAccountRange, Index: 3, Message: "nope"})
 	e.ResultIs(9, &ledger.Result{ID: 1, Fail: ledger.Duplicate, DupOf: 1})
+	e.SnapshotTaken(10, 1<<40)
 	fs := frames(t, e.Bytes(), 0)
-	require.Len(t, fs, 9)
+	require.Len(t, fs, 10)
 	d := NewDecoder()
 	require.NoError(t, d.Empty(fs[0].body))
 	f, l, err := d.Submitted(fs[1].body)
@@ -121,6 +124,12 @@ func TestResponseRoundTrip(t *testing.T) {
 	got, err = d.ResultIs(fs[8].body)
 	require.NoError(t, err)
 	assert.Equal(t, ledger.Result{ID: 1, Fail: ledger.Duplicate, DupOf: 1}, got)
+	assert.Equal(t, TypeSnapshotTaken, fs[9].h.Type)
+	tx, err := d.SnapshotTaken(fs[9].body)
+	require.NoError(t, err)
+	assert.Equal(t, ledger.TxID(1<<40), tx)
+	_, err = d.SnapshotTaken(fs[0].body) // [] has no tx id
+	assert.ErrorIs(t, err, ErrMalformed)
 }
 
 func TestErrorMapping(t *testing.T) {
@@ -214,6 +223,10 @@ func TestTypeNames(t *testing.T) {
 	assert.Equal(t, "submit", TypeSubmit.String())
 	assert.Equal(t, "type(0x42)", Type(0x42).String())
 	assert.True(t, TypeIndexes.IsRequest())
+	assert.True(t, TypeSnapshot.IsRequest())
+	assert.Equal(t, "snapshot", TypeSnapshot.String())
+	assert.Equal(t, "snapshot_taken", TypeSnapshotTaken.String())
+	assert.False(t, Type(0x0a).IsRequest())
 	assert.False(t, TypePong.IsRequest())
 }
 
@@ -231,6 +244,7 @@ func FuzzRequest(f *testing.F) {
 		_, _ = d.ResultIs(body)
 		_, _ = d.Error(body)
 		_, _ = d.IndexesAre(body)
+		_, _ = d.SnapshotTaken(body)
 	})
 }
 
@@ -279,4 +293,10 @@ func TestProtocolDocExamples(t *testing.T) {
 	e = NewEncoder()
 	e.Submitted(2, 1, 1)
 	assert.Equal(t, "00 00 00 0c 82 00 00 00 00 00 00 00 02 92 01 01", hex(e))
+	e = NewEncoder()
+	e.Snapshot(3)
+	assert.Equal(t, "00 00 00 0a 09 00 00 00 00 00 00 00 03 90", hex(e))
+	e = NewEncoder()
+	e.SnapshotTaken(3, 1000)
+	assert.Equal(t, "00 00 00 0d 89 00 00 00 00 00 00 00 03 91 cd 03 e8", hex(e))
 }

@@ -42,6 +42,7 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "conns", Value: 2, Usage: "with --addr: pooled connections"},
 			waitStrategyFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print the final report as JSON"},
+			&cli.DurationFlag{Name: "progress-every", Value: time.Second, Usage: "in process: interval of the progress line (0: none)"},
 		},
 		Action: runBench,
 	}
@@ -113,8 +114,9 @@ func printReport(w io.Writer, r *benchReport) {
 	_ = tw.Flush()
 }
 
-// benchLocal runs the ledger's harness in process. The harness reports
-// only at the end, so the progress line shows elapsed time.
+// benchLocal runs the ledger's harness in process, printing the harness's
+// progress reports (durable tx/s, commit latency of the last interval,
+// index lags, pressure level) as one live line on stderr.
 func benchLocal(c *cli.Context) (benchReport, error) {
 	ws, err := pressure.ParseWaitStrategy(c.String("wait-strategy"))
 	if err != nil {
@@ -130,25 +132,22 @@ func benchLocal(c *cli.Context) (benchReport, error) {
 	cfg := bench.Config{Dir: dir, Accounts: c.Uint64("accounts"), Submitters: c.Int("submitters"),
 		Duration: c.Duration("duration"), Rate: c.Float64("rate"), TransferShare: c.Float64("transfer-share"),
 		WaitStrategy: ws}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		start := time.Now()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				fmt.Fprintln(c.App.ErrWriter)
-				return
-			case <-t.C:
-				fmt.Fprintf(c.App.ErrWriter, "\rin process: %4.0fs of %v", time.Since(start).Seconds(), cfg.Duration)
-			}
+	w := c.App.ErrWriter
+	printed := false
+	if every := c.Duration("progress-every"); every > 0 {
+		cfg.ProgressEvery = every
+		cfg.Progress = func(p bench.Progress) {
+			printed = true
+			x := p.Stats.Indexes
+			fmt.Fprintf(w, "\r%5.1fs %10.0f tx/s  p50 %-9v p99 %-9v lag seq>cmp %d cmp>com %d com>snap %d  pressure %s",
+				p.Elapsed.Seconds(), p.Throughput, p.CommitP50.Round(time.Microsecond), p.CommitP99.Round(time.Microsecond),
+				x.Sequenced-x.Computed, x.Computed-x.Committed, x.Committed-x.Snapshot, p.Stats.Pressure.Level)
 		}
-	})
+	}
 	r, err := bench.Run(c.Context, cfg)
-	close(done)
-	wg.Wait()
+	if printed { // Run calls Progress from its goroutine, never after it returns
+		fmt.Fprintln(w)
+	}
 	if err != nil {
 		return benchReport{}, err
 	}

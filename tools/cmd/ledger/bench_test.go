@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,10 +33,21 @@ func TestBenchRemoteTable(t *testing.T) {
 }
 
 func TestBenchInProcess(t *testing.T) {
-	out, stderr, code := runApp(t, "bench", "--duration", "1s", "--accounts", "10000", "--dir", t.TempDir(), "--json")
+	out, stderr, code := runApp(t, "bench", "--duration", "1s", "--accounts", "10000", "--dir", t.TempDir(), "--json",
+		"--progress-every", "100ms")
 	require.Equal(t, 0, code, stderr)
 	var rep benchReport
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
 	assert.Equal(t, "in-process", rep.Mode)
 	assert.Positive(t, rep.Throughput)
+	// the live line: one \r-rewritten line, ended by one newline
+	lines := strings.Split(strings.TrimPrefix(stderr, "\r"), "\r")
+	require.GreaterOrEqual(t, len(lines), 3, "about ten progress lines in 1 s: %q", stderr)
+	assert.Regexp(t, `^ *\d+\.\ds +\d+ tx/s  p50 \S+ +p99 \S+ +lag seq>cmp \d+ cmp>com \d+ com>snap \d+  pressure (idle|low|high)$`, lines[1])
+	assert.True(t, strings.HasSuffix(stderr, "\n"))
+	assert.Equal(t, 1, strings.Count(stderr, "\n"))
+
+	_, stderr, code = runApp(t, "bench", "--duration", "200ms", "--accounts", "1000", "--dir", t.TempDir(), "--progress-every", "0")
+	require.Equal(t, 0, code, stderr)
+	assert.Empty(t, stderr, "no progress line")
 }

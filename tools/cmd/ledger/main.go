@@ -7,6 +7,7 @@
 //	ledger deposit ACCOUNT AMOUNT      ledger withdraw ACCOUNT AMOUNT
 //	ledger transfer FROM TO AMOUNT     ledger balance ACCOUNT
 //	ledger tx ID                       ledger indexes
+//	ledger snapshot
 //	ledger bench [--addr HOST:PORT] [--duration 10s] [--json]
 //
 // Every flag has an environment fallback (LEDGER_DIR, LEDGER_ADDR, ...; see
@@ -39,7 +40,7 @@ func onUsageError(_ *cli.Context, err error, _ bool) error { return exitcode.Usa
 // process: errors carry their exit status (see exitCode).
 func newApp(stdout, stderr io.Writer) *cli.App {
 	cmds := []*cli.Command{serveCommand(), depositCommand(), withdrawCommand(), transferCommand(),
-		balanceCommand(), txCommand(), indexesCommand(), benchCommand(), verifyCommand(), dumpCommand()}
+		balanceCommand(), txCommand(), indexesCommand(), snapshotCommand(), benchCommand(), verifyCommand(), dumpCommand()}
 	for _, c := range cmds {
 		c.OnUsageError = onUsageError
 	}

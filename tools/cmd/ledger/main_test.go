@@ -56,24 +56,37 @@ func runAppContext(ctx context.Context, args ...string) (string, string, int) {
 // startServer serves a fresh ledger on loopback and returns its address.
 func startServer(t *testing.T) string {
 	t.Helper()
-	l, err := ledger.Open(ledger.Config{Dir: t.TempDir(), MaxAccounts: 1000})
+	addr, _ := startServerIn(t, t.TempDir())
+	return addr
+}
+
+// startServerIn serves a ledger in dir on loopback. stop shuts the server
+// down and closes the ledger; it runs at cleanup if the test did not call
+// it.
+func startServerIn(t *testing.T, dir string) (addr string, stop func()) {
+	t.Helper()
+	l, err := ledger.Open(ledger.Config{Dir: dir, MaxAccounts: 1000})
 	require.NoError(t, err)
 	s, err := server.New(l, server.Config{Addr: "127.0.0.1:0", HTTPAddr: "off", Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	require.NoError(t, s.Start())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, s.Shutdown(ctx))
-		require.NoError(t, l.Close())
-	})
-	return s.Addr().String()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, s.Shutdown(ctx))
+			require.NoError(t, l.Close())
+		})
+	}
+	t.Cleanup(stop)
+	return s.Addr().String(), stop
 }
 
 func TestHelp(t *testing.T) {
 	out, _, code := runApp(t, "--help")
 	require.Equal(t, 0, code)
-	for _, cmd := range []string{"serve", "deposit", "withdraw", "transfer", "balance", "tx", "indexes", "bench"} {
+	for _, cmd := range []string{"serve", "deposit", "withdraw", "transfer", "balance", "tx", "indexes", "snapshot", "bench"} {
 		require.Contains(t, out, cmd)
 		out, _, code := runApp(t, cmd, "--help")
 		require.Equal(t, 0, code, cmd)
@@ -96,6 +109,7 @@ func TestUsageErrors(t *testing.T) {
 		{"frobnicate"},
 		{"bench", "--batch", "0"},
 		{"serve", "--wait-strategy", "fast"},
+		{"snapshot", "now"},
 	} {
 		_, stderr, code := runApp(t, args...)
 		require.Equal(t, 2, code, "%v: %s", args, stderr)
@@ -146,6 +160,39 @@ func TestCommandsAgainstServer(t *testing.T) {
 	_, stderr, code = run("balance", "5000")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "account out of range")
+	require.Equal(t, 1, strings.Count(stderr, "\n"))
+}
+
+// TestSnapshotCommand: `ledger snapshot` makes a running server write a
+// snapshot covering everything committed and prints its tx id; the
+// directory then holds it (verify, after the server stopped).
+func TestSnapshotCommand(t *testing.T) {
+	dir := t.TempDir()
+	addr, stop := startServerIn(t, dir)
+	run := func(args ...string) (string, string, int) {
+		return runApp(t, append(append([]string{args[0]}, "--addr", addr), args[1:]...)...)
+	}
+	out, stderr, code := run("snapshot")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "snapshot at tx 0\n", out, "nothing committed yet")
+	for range 3 {
+		_, stderr, code = run("deposit", "--wait", "committed", "1", "10")
+		require.Equal(t, 0, code, stderr)
+	}
+	out, stderr, code = run("snapshot")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "snapshot at tx 3\n", out)
+	out, _, code = run("snapshot")
+	require.Equal(t, 0, code)
+	require.Equal(t, "snapshot at tx 3\n", out, "already covered")
+	stop()
+	out, stderr, code = runApp(t, "verify", "--dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "snapshot at tx 3: valid=true replayed=true")
+
+	_, stderr, code = runApp(t, "snapshot", "--addr", addr, "--timeout", "2s")
+	require.Equal(t, 1, code, "server gone")
+	require.Contains(t, stderr, "dial")
 	require.Equal(t, 1, strings.Count(stderr, "\n"))
 }
 

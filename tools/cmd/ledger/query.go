@@ -103,3 +103,30 @@ func indexesCommand() *cli.Command {
 		},
 	}
 }
+
+func snapshotCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "snapshot",
+		Usage: "make the server write a snapshot now; prints the last transaction it covers once it is durable",
+		Description: "The snapshot covers at least every transaction committed when the server received the request;\n" +
+			"recovery then replays only the WAL after it. If a durable snapshot already covers everything\n" +
+			"committed, its id is printed and nothing is written.",
+		Flags: clientFlags(),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 0 {
+				return exitcode.Usage("snapshot: unexpected arguments %v", c.Args().Slice())
+			}
+			cl, ctx, done, err := dial(c)
+			if err != nil {
+				return err
+			}
+			defer done()
+			tx, err := cl.Snapshot(ctx)
+			if err != nil {
+				return fmt.Errorf("snapshot: %w", err)
+			}
+			fmt.Fprintf(c.App.Writer, "snapshot at tx %d\n", tx)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,99 @@
+package ledger
+
+import (
+	"time"
+
+	"github.com/lanework/lanework/pressure"
+)
+
+// Stats is a snapshot of a ledger's progress and counters, for metrics and
+// tools. Counters start at zero when Open returns. Each field is one atomic
+// load of a value written by a single stage, so a snapshot taken under load
+// is consistent per field but only approximately across fields; the
+// relations documented below hold in every snapshot.
+type Stats struct {
+	// Indexes are the pipeline's progress marks, loaded downstream first
+	// as Indexes does (Snapshot <= Committed <= Computed <= Sequenced).
+	Indexes Indexes
+	// Recovered is the last durable transaction when Open returned; the
+	// ids of this run start after it.
+	Recovered TxID
+	// Submitted is the number of transactions sequenced since Open
+	// (Indexes.Sequenced - Recovered).
+	Submitted uint64
+	// Committed is the number of transactions made durable since Open
+	// (Indexes.Committed - Recovered).
+	Committed uint64
+	// Outcomes[k][r] is the number of transactions of Kind k executed by
+	// the Transactor since Open whose outcome is FailReason r:
+	// Outcomes[k][OK] succeeded, the others were rolled back and journaled
+	// with that reason. Index 0 of the kind dimension is unused. The
+	// Transactor adds a run's counts before it advances Computed, so their
+	// sum is at least Indexes.Computed - Recovered. Use Fails for one
+	// reason over all kinds.
+	Outcomes [KindComposite + 1][Duplicate + 1]uint64
+	// WALBatches is the number of WAL group commits written since Open:
+	// each is one pebble key written with Sync, counted once the sync
+	// returned.
+	WALBatches uint64
+	// WALBytes is the encoded size of those batches.
+	WALBytes uint64
+	// WALSyncTime is the total time the WAL stage spent in synced commits;
+	// WALSyncTime / WALBatches is the mean sync latency.
+	WALSyncTime time.Duration
+	// Syncs is the number of synced pebble commits the pipeline made since
+	// Open: one per WAL batch plus one per snapshot manifest
+	// (WALBatches + Snapshots).
+	Syncs uint64
+	// Snapshots is the number of snapshots made durable since Open,
+	// periodic (SnapshotEvery) and requested (Snapshot) alike.
+	Snapshots uint64
+	// SnapshotTx is the transaction covered by the newest durable snapshot:
+	// the one written last, or the one recovery loaded; 0 if none.
+	SnapshotTx TxID
+	// Pressure is the pressure manager's snapshot: its Level (Idle, Low,
+	// High), how often stages parked (Parks), were woken (Unparks) and
+	// yielded (Yields). The ledger registers three stages: the
+	// Transactor, the WAL and the Snapshotter.
+	Pressure pressure.Stats
+	// Closed is true once Close was called; Failed once a storage error
+	// stopped the pipeline.
+	Closed, Failed bool
+}
+
+// Fails returns the number of transactions of every kind executed since
+// Open with outcome r (Fails(OK): those that succeeded).
+func (s *Stats) Fails(r FailReason) uint64 {
+	if r > Duplicate {
+		return 0
+	}
+	var n uint64
+	for k := range s.Outcomes {
+		n += s.Outcomes[k][r]
+	}
+	return n
+}
+
+// Stats returns a snapshot of the ledger's indexes and counters. It takes
+// no lock and writes nothing: a few dozen atomic loads. It works after
+// Close and after a failure too, returning the final values.
+func (l *Ledger) Stats() Stats {
+	st := l.state.Load()
+	s := Stats{Indexes: l.indexes(), Recovered: TxID(l.recovered.last),
+		Closed: st&closedBit != 0, Failed: st&failedBit != 0}
+	s.Submitted = uint64(s.Indexes.Sequenced - s.Recovered)
+	s.Committed = uint64(s.Indexes.Committed - s.Recovered)
+	for k := range l.outcomes {
+		for f := range l.outcomes[k] {
+			s.Outcomes[k][f] = l.outcomes[k][f].Load()
+		}
+	}
+	s.WALBatches = l.walBatches.Load()
+	s.WALBytes = l.walBytes.Load()
+	s.WALSyncTime = time.Duration(l.walSyncNs.Load())
+	s.Snapshots = l.snapshots.Load()
+	s.SnapshotTx = TxID(l.persisted.Load())
+	s.Syncs = s.WALBatches + s.Snapshots
+	s.Pressure = l.pm.Stats()
+	return s
+}
