@@ -60,12 +60,16 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 			cnt[out[i].kind][out[i].fail]++
 			reqs[i] = request{} // drop references to legs and waiters
 		}
-		l.toWAL.Commit(n)
 		next += uint64(n)
 		l.addOutcomes(&cnt) // before Computed: Stats sees counts >= the index
 		l.computed.Store(next - 1)
 		l.waits[Computed].release(TxID(next - 1))
+		// Deliver before Commit: once committed, the records belong to
+		// the WAL stage, whose Advance clears the slots, so reading a
+		// record's waiter after Commit could find it zeroed and lose the
+		// delivery (seen as a SubmitAndWait(Computed) that never returned).
 		deliver(out[:n], Computed)
+		l.toWAL.Commit(n)
 		l.pm.Wake()
 	}
 }
