@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/lanework/lanework/frontier"
 	"github.com/lanework/lanework/ringbuf"
 )
 
@@ -372,44 +371,6 @@ func (l *ingress[T]) Cap() int {
 		return len(l.rd.buf)
 	}
 	return l.ring.Cap()
-}
-
-// fanIn is the deterministic merge behind an InPort with more than one
-// connection, ordering messages by (arrive, connection id): a
-// frontier.Merger over SPSC lanes, or, when any connection comes from a
-// shared broadcast ring, a cursorMerge over readers. It is used concretely,
-// not through an interface: the receive path calls it every cycle.
-type fanIn[T any] struct {
-	fr *frontier.Merger[msg[T]]
-	cm *cursorMerge[T]
-}
-
-func (f *fanIn[T]) TryPop(c uint64) (msg[T], uint64, bool) {
-	if f.cm != nil {
-		return f.cm.TryPop(c)
-	}
-	return f.fr.TryPop(c)
-}
-
-func (f *fanIn[T]) PopFiltered(c uint64, keep func(uint64, *msg[T]) bool) (msg[T], uint64, bool) {
-	if f.cm != nil {
-		return f.cm.PopFiltered(c, keep)
-	}
-	return f.fr.PopFiltered(c, keep)
-}
-
-func (f *fanIn[T]) HasReady(c uint64) bool {
-	if f.cm != nil {
-		return f.cm.HasReady(c)
-	}
-	return f.fr.HasReady(c)
-}
-
-func (f *fanIn[T]) FlushIf(drop func(uint64, *msg[T]) bool) int {
-	if f.cm != nil {
-		return f.cm.FlushIf(drop)
-	}
-	return f.fr.FlushIf(drop)
 }
 
 // cursorMerge merges readers in (arrive, connection id) order, the order

@@ -2,8 +2,8 @@ package chronon
 
 import "github.com/lanework/lanework/frontier"
 
-// newFanIn returns a frontier merge (see fanIn) with one lane per connection id, of the given
-// depths.
+// newFanIn returns a frontier merge with one lane per connection id, of the
+// given depths.
 func newFanIn[T any](ids []uint64, depths []int) (*frontier.Merger[msg[T]], []*frontier.Lane[msg[T]], error) {
 	m := frontier.New[msg[T]]()
 	lanes := make([]*frontier.Lane[msg[T]], len(ids))
@@ -15,4 +15,42 @@ func newFanIn[T any](ids []uint64, depths []int) (*frontier.Merger[msg[T]], []*f
 		lanes[i] = l
 	}
 	return m, lanes, nil
+}
+
+// fanIn is the deterministic merge behind an InPort with more than one
+// connection, ordering messages by (arrive, connection id): a
+// frontier.Merger over SPSC lanes, or, when any connection comes from a
+// shared broadcast ring, a cursorMerge over readers. It is used concretely,
+// not through an interface: the receive path calls it every cycle.
+type fanIn[T any] struct {
+	fr *frontier.Merger[msg[T]]
+	cm *cursorMerge[T]
+}
+
+func (f *fanIn[T]) TryPop(c uint64) (msg[T], uint64, bool) {
+	if f.cm != nil {
+		return f.cm.TryPop(c)
+	}
+	return f.fr.TryPop(c)
+}
+
+func (f *fanIn[T]) PopFiltered(c uint64, keep func(uint64, *msg[T]) bool) (msg[T], uint64, bool) {
+	if f.cm != nil {
+		return f.cm.PopFiltered(c, keep)
+	}
+	return f.fr.PopFiltered(c, keep)
+}
+
+func (f *fanIn[T]) HasReady(c uint64) bool {
+	if f.cm != nil {
+		return f.cm.HasReady(c)
+	}
+	return f.fr.HasReady(c)
+}
+
+func (f *fanIn[T]) FlushIf(drop func(uint64, *msg[T]) bool) int {
+	if f.cm != nil {
+		return f.cm.FlushIf(drop)
+	}
+	return f.fr.FlushIf(drop)
 }
