@@ -33,14 +33,15 @@ func (m *Merger[T]) min() (int, *item[T]) {
 }
 
 // scan is min for fewer than heapThreshold lanes and no spill. A first
-// pass collects the non-empty lanes, at the cost of two loads each; a
-// second compares their heads, cached in heads when the consumer has seen
-// them already (only it can change a head). Ranks are in (connID, laneID)
-// order, so the lowest-ranked lane with the smallest arrive wins ties.
+// pass collects the non-empty lanes at the cost of one load each, the
+// producer's tail, compared with the mirrored head; a second compares their
+// heads, cached in heads when the consumer has seen them already (only it can
+// change a head). Ranks are in (connID, laneID) order, so the lowest-ranked
+// lane with the smallest arrive wins ties.
 func (m *Merger[T]) scan() (int, *item[T]) {
 	var busy uint32
 	for s, r := range m.rings {
-		if r.Tail() != r.Head() { // consumer: head is ours, tail a fresh load
+		if r.Tail() != m.hd[s&(heapThreshold-1)] {
 			busy |= 1 << (s & (heapThreshold - 1))
 		}
 	}
@@ -52,7 +53,7 @@ func (m *Merger[T]) scan() (int, *item[T]) {
 		s := bits.TrailingZeros32(b)
 		a := m.heads[s]
 		if m.known&(1<<s) == 0 {
-			a = m.rings[s].Peek().arrive // non-nil: Len saw a message, only we take them
+			a = m.rings[s].Peek().arrive // non-nil: the tail moved, only we take messages
 			m.heads[s] = a
 			m.known |= 1 << s
 		}
@@ -61,6 +62,17 @@ func (m *Merger[T]) scan() (int, *item[T]) {
 		}
 	}
 	return best, m.rings[best].Peek()
+}
+
+// syncHeads reloads the scan's mirror of every ring's head, after
+// registration or after a flush moved heads without take.
+func (m *Merger[T]) syncHeads() {
+	if m.heapMode {
+		return
+	}
+	for s, r := range m.rings {
+		m.hd[s] = r.Head()
+	}
 }
 
 // scanSpilled is scan while some lane has a spill: it reads every head
@@ -90,6 +102,9 @@ func (m *Merger[T]) take(s int) item[T] {
 		}
 	} else {
 		it, _ = src.ring.TryPop()
+		if !m.heapMode {
+			m.hd[s&(heapThreshold-1)]++
+		}
 	}
 	if !m.heapMode {
 		m.known &^= 1 << (s & (heapThreshold - 1))
@@ -97,8 +112,15 @@ func (m *Merger[T]) take(s int) item[T] {
 	}
 	// s is the heap's top. Recheck the lane now rather than waiting for a
 	// notification: a push this Peek misses leaves its bit for a later
-	// refresh (see refresh).
-	if p := m.head(s); p != nil {
+	// refresh (see refresh). A spill, if any, was just popped from: read
+	// it through head.
+	var p *item[T]
+	if src.spill.n == 0 {
+		p = src.ring.Peek()
+	} else {
+		p = src.spill.front()
+	}
+	if p != nil {
 		m.heap.e[0].arrive = p.arrive
 		m.heap.down(0)
 	} else {
@@ -144,7 +166,11 @@ func (m *Merger[T]) refresh() {
 			if src.inHeap {
 				continue
 			}
-			if p := m.head(s); p != nil {
+			p := src.ring.Peek() // the lane's head, unless it has a spill
+			if src.spill.n > 0 {
+				p = src.spill.front()
+			}
+			if p != nil {
 				src.inHeap = true
 				m.heap.push(hentry{arrive: p.arrive, src: int32(s)})
 			}
@@ -157,6 +183,7 @@ func (m *Merger[T]) refresh() {
 func (m *Merger[T]) rebuild() {
 	m.known = 0
 	if !m.heapMode {
+		m.syncHeads()
 		return
 	}
 	m.heap.e = m.heap.e[:0]

@@ -19,8 +19,10 @@ type minHeap struct {
 }
 
 func (h *minHeap) push(x hentry) {
-	h.e = append(h.e, x) // within capacity: one entry per lane at most
-	h.up(len(h.e) - 1)
+	n := len(h.e)
+	h.e = h.e[:n+1] // within capacity: one entry per lane at most
+	h.e[n] = x
+	h.up(n)
 }
 
 // popTop removes the minimum.

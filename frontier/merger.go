@@ -43,9 +43,13 @@ type Merger[T any] struct {
 	spills int // sources whose spill is non-empty
 
 	// Scan mode: bit s of known says heads[s] is the arrive cycle of the
-	// head of lane s, which only the consumer can change.
+	// head of lane s, which only the consumer can change; hd[s] is the
+	// ring's head ticket, which only the consumer moves, mirrored here so
+	// that the scan reads one line per lane (the producer's tail) instead
+	// of two.
 	known uint32
 	heads [heapThreshold]uint64
+	hd    [heapThreshold]uint64
 
 	heapMode bool
 	heap     minHeap
@@ -126,6 +130,7 @@ func (m *Merger[T]) AddLane(connID uint64, depth int) (*Lane[T], error) {
 		m.scratch = make([]uint64, words)
 	}
 	m.heapMode = n >= heapThreshold
+	m.syncHeads()
 	if m.heapMode {
 		if (n+63)/64 != m.notify.n {
 			m.notify = newNotifier(n)

@@ -17,6 +17,15 @@ func (m *Merger[T]) TryPop(cycle uint64) (v T, arrive uint64, ok bool) {
 		m.fifo.pop()
 		return v, arrive, true
 	}
+	if m.heapMode {
+		// The heap entry holds the head's arrive: no need to read the head.
+		m.refresh()
+		if len(m.heap.e) == 0 || m.heap.e[0].arrive > cycle {
+			return v, 0, false
+		}
+		it := m.take(int(m.heap.e[0].src))
+		return it.v, it.arrive, true
+	}
 	s, p := m.min()
 	if p == nil || p.arrive > cycle {
 		return v, 0, false
