@@ -14,6 +14,18 @@
 // of some stage, so a short gap between bursts causes no park/unpark churn.
 // The WaitStrategy sets how long those streaks are; LowLatency never parks.
 //
+// # Waiting within the Ps
+//
+// Stages share the Go scheduler's Ps with the goroutines that feed them
+// (connection readers, pebble's log writer, callers). A stage that polls
+// with runtime.Gosched stays runnable, and the scheduler polls the network
+// only when a P finds no runnable goroutine (or from sysmon, every 10 ms):
+// stages that keep every P busy delay the next input by milliseconds. So at
+// most GOMAXPROCS-1 stages hold a spin slot, and under Balanced and LowCPU a
+// stage without one yields only for a short budget and then parks, whatever
+// the level; the slot holder yields until the level falls, and its streak
+// clock is what lowers it. The last stage to park moves the level to Idle.
+//
 // # Wake contract
 //
 // Whoever makes work visible to a registered stage, other than through that
@@ -21,11 +33,11 @@
 // required for correctness, because the stage may be parked. An entry point
 // (the goroutine that takes external input, such as a ledger's sequencer)
 // also calls Wake before publishing, so that parked stages are already waking
-// when the item lands. When the level is High, Wake is a store-load fence on
-// a private word (see fence) and a single atomic load of the shared level.
+// when the item lands. When the level is High and no stage is parked, Wake is
+// a store-load fence on a private word (see fence) and two atomic loads.
 // A stage's own OnWork, called after it popped, does the same for a producer
-// waiting for room in that stage's input: it loads the level after the pop
-// exactly as Wake would.
+// waiting for room in that stage's input: it loads the level and the parked
+// count after the pop exactly as Wake would.
 //
 // # Why no wakeup is lost
 //
@@ -33,32 +45,35 @@
 // model makes sequentially consistent: there is one total order of them that
 // every goroutine agrees with. The argument is a Dekker handshake:
 //
-//   - A stage parks only on an OnEmpty call that observes Idle, after an
-//     earlier OnEmpty call that also observed Idle ("armed"), with the caller's
-//     poll of its input in between. Call that first observation L and the
-//     poll P; L precedes P.
-//   - A publisher stores the item (S) and then, in Wake, loads the level (W);
-//     S precedes W. If S is a sequentially consistent store this is program
-//     order; lanework's rings publish with release stores, so Wake first
-//     executes a sequentially consistent fence (see fence), which orders S
-//     before W all the same.
-//   - Level leaves Idle only by a compare-and-swap to High, and the one
-//     goroutine whose swap moves it out of Idle then sends a wake token to
-//     every registered stage. Tokens are permits: a chan struct{} of capacity
-//     1 per stage, sent without blocking; a token sent before the stage parks
-//     makes the park return at once, so an unpark racing a park is never lost.
+//   - A stage parks in two OnEmpty calls. The first announces the park: it
+//     stores the stage's parking flag and then adds one to the manager's
+//     parked count (A). The caller then polls its input (P), and only the
+//     next OnEmpty parks; A precedes P. The stage withdraws the announcement
+//     (flag, then count) only after it has woken or found work.
+//   - A publisher stores the item (S) and then, in Wake, loads the parked
+//     count (W); S precedes W. If S is a sequentially consistent store this
+//     is program order; lanework's rings publish with release stores, so
+//     Wake first executes a sequentially consistent fence (see fence), which
+//     orders S before W all the same.
+//   - If W sees a non-zero count, Wake loads every stage's flag and sends a
+//     wake token to each flagged stage. Tokens are permits: a chan struct{}
+//     of capacity 1 per stage, sent without blocking; a token sent before the
+//     stage parks makes the park return at once, so an unpark racing a park
+//     is never lost.
 //
-// Take the stage's last park before S. If S precedes P, the poll sees the item
-// and the stage does not park. Otherwise L < P < S < W. If W observes Idle, the
-// publisher moves the level out of Idle and sends the stage a token. If W
-// observes Low or High, the level left the Idle that L observed at some point
-// between L and W, and the goroutine that moved it sent the token. Either way
-// a token reaches the stage after L, so its park returns and it polls again.
-// Concurrent Wake callers race only on the compare-and-swap; exactly one wins
-// per Idle period and sends the tokens, the others find the level not Idle.
-// A stage registering later than some Wake has not yet observed Idle, so that
-// Wake is not one it needs; the next transition out of Idle loads the stage
-// list after its swap and so includes it.
+// Take a park of the stage that no token ends, and its announcement A. If
+// S precedes P, the poll sees the item and the stage does not park. Otherwise
+// A < P < S < W, so W observes A's increment, which the stage has not
+// withdrawn (it withdraws only after waking); the flag stored before A is
+// then visible to Wake's later load, and Wake sends the token: a
+// contradiction. Concurrent Wake callers each do this; extra tokens only make
+// a later park return early, and the caller polls again.
+//
+// Leaving Idle additionally unparks every stage (the goroutine whose
+// compare-and-swap takes the level out of Idle sends the tokens), so that
+// downstream stages are already running when the first item reaches them.
+// A stage registering later than some Wake has not announced a park before
+// that Wake, so that Wake is not one it needs.
 //
 // # Sharing
 //

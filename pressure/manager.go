@@ -45,13 +45,16 @@ type Manager struct {
 	strategy WaitStrategy
 	clock    func() int64 // nanotime; replaced in tests
 	_        [cacheLine]byte
-	// spinners counts stages holding a spin slot, parked the stages parked;
-	// both are written only when a stage that has been empty for a while
-	// takes or leaves a slot, or parks or wakes.
+	// spinners counts stages holding a spin slot. It is written only when a
+	// stage that has been empty for a while takes or leaves a slot.
 	spinners atomic.Int32
-	parked   atomic.Int32
-	_        [cacheLine - 8]byte
-	mu       sync.Mutex // serialises Register and Close
+	_        [cacheLine - 4]byte
+	// parked counts the stages that announced a park and have not woken
+	// yet. Every Wake and OnWork loads it, so it has a line of its own that
+	// sustained load does not write (stages with work do not park).
+	parked atomic.Int32
+	_      [cacheLine - 4]byte
+	mu     sync.Mutex // serialises Register and Close
 }
 
 // Stats is a snapshot of a Manager's counters for metrics.
@@ -102,33 +105,62 @@ func (m *Manager) Register(name string) (*Stage, error) {
 
 // Wake tells the manager that work has been, or is about to be, made visible
 // to a registered stage by a goroutine other than that stage. It moves the
-// level to High and, if the level was Idle, unparks every parked stage.
+// level to High; if the level was Idle it unparks every stage, and otherwise
+// it unparks every stage that has announced a park.
 //
 // Call Wake after publishing work (required: a stage may be parked), and at an
 // entry point also before (so parked stages wake while the item is on its
-// way). When the level is already High, Wake is a fence on a private word and
-// a single atomic load: it writes no shared cache line.
+// way). When the level is already High and no stage is parked, Wake is a
+// fence on a private word and two atomic loads: it writes no shared cache
+// line.
 func (m *Manager) Wake() {
-	fence() // the caller's publication precedes our load of the level
-	if isHigh(m.state.Load()) {
+	fence() // the caller's publication precedes our loads of level and parked
+	if !isHigh(m.state.Load()) && m.raise() {
 		return
 	}
-	m.raise()
+	m.unparkParked()
 }
 
 // raise moves the level to High. The goroutine whose compare-and-swap takes
-// the level out of Idle sends every stage a wake token (see the package
-// comment for why this loses no wakeup).
-func (m *Manager) raise() {
+// the level out of Idle sends every stage a wake token and reports true.
+func (m *Manager) raise() bool {
 	for {
 		old := m.state.Load()
 		if old&closedBit != 0 || isHigh(old) {
-			return
+			return false
 		}
 		if m.state.CompareAndSwap(old, (old+genOne)&genMask|uint32(High)) {
 			if Level(old&levelMask) == Idle {
 				m.unparkAll()
+				return true
 			}
+			return false
+		}
+	}
+}
+
+// unparkParked gives a wake token to every stage that has announced a park
+// (see the package comment for why this loses no wakeup).
+func (m *Manager) unparkParked() {
+	if m.parked.Load() == 0 {
+		return
+	}
+	for _, s := range *m.stages.Load() {
+		if s.parking.Load() {
+			s.unpark()
+		}
+	}
+}
+
+// idle moves the level to Idle from wherever it is (the generation is kept):
+// called by the last stage to announce a park, when no stage has work.
+func (m *Manager) idle() {
+	for {
+		old := m.state.Load()
+		if old&closedBit != 0 || Level(old&levelMask) == Idle {
+			return
+		}
+		if m.state.CompareAndSwap(old, old&^levelMask|uint32(Idle)) {
 			return
 		}
 	}

@@ -297,9 +297,15 @@ func testSpinSlotsBounded(t *testing.T, n int) {
 	m := New(LowLatency)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	for range n {
+	// Register every stage before any runs: a stage that starts while the
+	// others are still registering sees fewer stages and may take a slot.
+	stages := make([]*Stage, n)
+	for i := range stages {
 		st, err := m.Register("spinner")
 		require.NoError(t, err)
+		stages[i] = st
+	}
+	for _, st := range stages {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -335,6 +341,80 @@ func TestNoStarvationOnOneP(t *testing.T) {
 			handoff(t, m, items, nil)
 			assert.Less(t, time.Since(start), 5*time.Second)
 			m.Close()
+		})
+	}
+}
+
+// TestParkWithoutSlot: with more stages than spin slots, a stage that finds
+// nothing yields for its strategy's budget and then parks even though the
+// level is High; Wake at High unparks it and no other stage. LowLatency never
+// parks. The last stage to park takes the level to Idle.
+func TestParkWithoutSlot(t *testing.T) {
+	if runtime.GOMAXPROCS(0) != 2 {
+		t.Skip("the slot arithmetic below assumes GOMAXPROCS=2")
+	}
+	for _, s := range strategies {
+		t.Run(s.String(), func(t *testing.T) {
+			m, clk := newFake(s)
+			var st [3]*Stage
+			for i := range st {
+				var err error
+				st[i], err = m.Register("s")
+				require.NoError(t, err)
+			}
+			// Three active stages on two Ps: no spin slot (spinLimit 0).
+			st[0].OnWork()
+			require.Equal(t, High, m.Level())
+			for _, x := range st {
+				<-x.wake // the tokens of leaving Idle
+			}
+			idle := st[2]
+			polls := 0
+			for !idle.announced && polls < 10000 {
+				require.True(t, idle.OnEmpty())
+				clk.advance(time.Microsecond)
+				polls++
+			}
+			if s == LowLatency {
+				assert.False(t, idle.announced, "LowLatency never parks")
+				assert.Zero(t, m.Stats().Parks)
+				return
+			}
+			require.True(t, idle.announced, "never announced a park")
+			assert.GreaterOrEqual(t, time.Duration(polls)*time.Microsecond, s.params().yieldFor)
+			assert.Equal(t, High, m.Level(), "a park without a slot leaves the level alone")
+			assert.Equal(t, int32(1), m.parked.Load())
+
+			m.Wake()
+			assert.Len(t, idle.wake, 1, "Wake at High unparks an announced stage")
+			assert.Len(t, st[0].wake, 0)
+			assert.Len(t, st[1].wake, 0)
+			require.True(t, idle.OnEmpty()) // parks, and returns with the token
+			assert.Equal(t, uint64(1), m.Stats().Parks)
+			assert.Zero(t, m.parked.Load())
+
+			// Work withdraws an announcement.
+			for !idle.announced {
+				require.True(t, idle.OnEmpty())
+				clk.advance(time.Microsecond)
+			}
+			idle.OnWork()
+			assert.False(t, idle.parking.Load())
+			assert.Zero(t, m.parked.Load())
+
+			// Every stage announcing means nobody has work: Idle.
+			for _, x := range st {
+				for !x.announced {
+					require.True(t, x.OnEmpty())
+					clk.advance(time.Microsecond)
+				}
+			}
+			assert.Equal(t, Idle, m.Level())
+			m.Close()
+			for _, x := range st {
+				assert.False(t, x.OnEmpty())
+			}
+			assert.Zero(t, m.parked.Load())
 		})
 	}
 }

@@ -11,23 +11,26 @@ import (
 // called from anywhere.
 type Stage struct {
 	_ [cacheLine]byte
-	// Read-only after Register; wake is also used by other goroutines.
-	m    *Manager
-	wake chan struct{} // wake token, a permit: capacity 1, sent without blocking
-	name string
-	_    [cacheLine]byte
+	// Read-only after Register, except parking; all of it is read by the
+	// goroutines that unpark the stage.
+	m       *Manager
+	wake    chan struct{} // wake token, a permit: capacity 1, sent without blocking
+	name    string
+	parking atomic.Bool // announced a park and not woken since (owner writes)
+	_       [cacheLine]byte
 	// Owner-only state of the current empty streak, on its own lines so that
 	// under load no two goroutines write the same cache line.
-	streak   uint64 // OnEmpty calls since the last OnWork or park (never wraps)
-	armed    bool   // the previous OnEmpty saw Idle; the next one that does parks
-	spinning bool   // holds one of the manager's spin slots
-	denied   bool   // asked for a spin slot this streak and got none
-	timed    bool   // start is set
-	gen      uint32 // generation of the level when the clock started
-	start    int64  // nanotime when the streak's clock started
-	polls    uint64 // streak when the clock started
-	canSpin  bool   // this streak may spin (decided on its first poll)
-	sink     uint32 // result of pause, so its loop is not optimised away
+	streak    uint64 // OnEmpty calls since the last OnWork or park (never wraps)
+	announced bool   // owner's copy of parking: the next OnEmpty parks
+	spinning  bool   // holds one of the manager's spin slots
+	denied    bool   // asked for a spin slot this streak and got none
+	timed     bool   // start is set
+	gen       uint32 // generation of the level when the clock started
+	start     int64  // nanotime when the streak's clock started
+	polls     uint64 // streak when the clock started
+	yieldFrom int64  // nanotime of the streak's first yield without a slot; 0: none yet
+	canSpin   bool   // this streak may spin (decided on its first poll)
+	sink      uint32 // result of pause, so its loop is not optimised away
 	// Counters written by the owner only (so load+store, not add) and read
 	// by Manager.Stats.
 	parks, unparks, yields atomic.Uint64
@@ -39,16 +42,19 @@ func (s *Stage) Name() string { return s.name }
 
 // OnWork reports that the stage found work in this iteration. It ends the
 // stage's empty streak and, if the level is not High, raises it to High
-// (unparking every parked stage if it was Idle). Under sustained load it is a
-// private fence and a single atomic load of the shared level.
+// (unparking every stage if it was Idle); a stage that announced a park is
+// unparked, since the pop that found the work may have made room for it.
+// Under sustained load it is a private fence and two atomic loads.
 func (s *Stage) OnWork() {
 	if s.streak != 0 {
 		s.endStreak()
 	}
-	fence() // the caller's pop precedes our load of the level
-	if !isHigh(s.m.state.Load()) {
-		s.m.raise()
+	fence() // the caller's pop precedes our loads of level and parked
+	m := s.m
+	if !isHigh(m.state.Load()) && m.raise() {
+		return
 	}
+	m.unparkParked()
 }
 
 // OnEmpty reports that the stage found no work in this iteration, and waits
@@ -57,9 +63,14 @@ func (s *Stage) OnWork() {
 // input again when OnEmpty returns true. OnEmpty returns false once the
 // manager is closed, and the stage should then exit.
 //
-// A stage parks only when it finds the level Idle on two consecutive OnEmpty
-// calls, so the caller's poll between them is the re-check that makes the
-// park safe (see the package comment).
+// A stage parks in two calls: the first announces the park and returns true,
+// and the second parks, so the caller's poll between them is the re-check
+// that makes the park safe (see the package comment). It announces when it
+// finds the level Idle, or (except under LowLatency) when it has no spin slot
+// and has yielded for the strategy's yield budget: stages that poll without a
+// slot would keep every P busy, and then the Go scheduler, which polls the
+// network only when a P runs out of goroutines, would leave the goroutines
+// that hold the pipeline's next input waiting for up to 10 ms.
 func (s *Stage) OnEmpty() bool {
 	m := s.m
 	st := m.state.Load()
@@ -67,30 +78,29 @@ func (s *Stage) OnEmpty() bool {
 		s.endStreak()
 		return false
 	}
+	if s.announced {
+		return s.park() // the caller polled since the announcement: nothing
+	}
 	lvl := Level(st & levelMask)
 	s.streak++
-	if lvl == Idle && m.p.park {
-		if s.armed {
-			return s.park()
-		}
-		s.armed = true
-		s.endSpin()
+	p := &m.p
+	if lvl == Idle && p.park {
+		s.announce()
 		return true
 	}
-	s.armed = false
 	procs := m.procs.Load()
 	if s.streak == 1 {
 		// Spin at all only if a P can be spared: not on GOMAXPROCS=1, and
 		// not when the unparked stages outnumber the Ps.
 		s.canSpin = procs > 1 && m.spinLimit(procs) > 0
 	}
-	if s.streak <= m.p.freeSpin && s.canSpin {
+	if s.streak <= p.freeSpin && s.canSpin {
 		// Short gaps spin without touching shared state.
 		s.pause()
 		return true
 	}
 	if s.spinning || s.trySpin(lvl, procs) {
-		if m.p.spin == 0 || s.streak <= m.p.freeSpin+m.p.spin {
+		if p.spin == 0 || s.streak <= p.freeSpin+p.spin {
 			if !s.timed || s.streak&63 == 0 {
 				s.tick(st)
 				// The runtime's spinning also stops when the P has other
@@ -104,13 +114,40 @@ func (s *Stage) OnEmpty() bool {
 			}
 			return true
 		}
-		s.endSpin()
+		// Past the spin phase the slot holder yields until the level
+		// falls to Idle, keeping its slot under the parking strategies:
+		// it is the one stage whose streak clock lowers the level.
+		if !p.park {
+			s.endSpin()
+		}
+	} else if p.park && s.yieldBudgetSpent() {
+		s.announce()
+		return true
 	}
-	if !s.timed || s.streak&m.p.tickMask == 0 {
+	if !s.timed || s.streak&p.tickMask == 0 {
 		s.tick(st)
 	}
 	s.yield()
 	return true
+}
+
+// yieldBudgetSpent reports whether a stage without a spin slot has yielded
+// for the strategy's yield budget in this streak. The clock is read every
+// tickMask+1 polls only.
+func (s *Stage) yieldBudgetSpent() bool {
+	p := &s.m.p
+	if p.yieldFor == 0 {
+		return true
+	}
+	if s.yieldFrom != 0 && s.streak&p.tickMask != 0 {
+		return false
+	}
+	now := s.m.clock()
+	if s.yieldFrom == 0 {
+		s.yieldFrom = now | 1 // 0 means unset
+		return false
+	}
+	return time.Duration(now-s.yieldFrom) >= p.yieldFor
 }
 
 // pause delays a spinning stage's next poll by a few tens of nanoseconds,
@@ -170,10 +207,11 @@ func (s *Stage) endSpin() {
 
 func (s *Stage) endStreak() {
 	s.streak = 0
-	s.armed = false
 	s.denied = false
 	s.timed = false
+	s.yieldFrom = 0
 	s.endSpin()
+	s.unannounce()
 }
 
 // tick runs the streak's clock and lowers the level once the streak has
@@ -202,16 +240,38 @@ func (s *Stage) tick(st uint32) {
 	}
 }
 
-// park blocks until the stage's wake token arrives, and reports whether the
-// manager is still open.
-func (s *Stage) park() bool {
-	s.armed = false
+// announce starts a park: it gives up the stage's spin slot and publishes,
+// with sequentially consistent stores, that the stage is about to park.
+// After it the caller polls its input once more and the next OnEmpty parks;
+// a publisher whose Wake comes after that poll sees the announcement (see
+// the package comment). The last stage to announce moves the level to Idle:
+// then no stage has work, whatever the streak clocks say.
+func (s *Stage) announce() {
 	s.endSpin()
+	s.announced = true
+	s.parking.Store(true)
+	m := s.m
+	if m.parked.Add(1) >= m.nstages.Load() {
+		m.idle()
+	}
+}
+
+// unannounce withdraws the stage's announcement, after it woke or found work.
+func (s *Stage) unannounce() {
+	if s.announced {
+		s.announced = false
+		s.parking.Store(false)
+		s.m.parked.Add(-1)
+	}
+}
+
+// park blocks until the stage's wake token arrives, and reports whether the
+// manager is still open. The stage has announced the park.
+func (s *Stage) park() bool {
 	s.parks.Store(s.parks.Load() + 1)
-	s.m.parked.Add(1)
 	<-s.wake
-	s.m.parked.Add(-1)
-	s.streak, s.timed, s.denied = 0, false, false
+	s.unannounce()
+	s.streak, s.timed, s.denied, s.yieldFrom = 0, false, false, 0
 	s.m.refreshProcs()
 	if s.m.state.Load()&closedBit != 0 {
 		return false

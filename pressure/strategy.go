@@ -95,15 +95,18 @@ type params struct {
 	// input for a millisecond.
 	minPolls uint64
 	tickMask uint64 // a yielding stage reads the clock when streak&tickMask == 0
-	park     bool   // whether the stage parks at Idle
+	park     bool   // whether the stage parks (at Idle, or when out of yield budget)
+	// yieldFor is how long a stage without a spin slot yields before it
+	// parks at any level (parking strategies only; 0: at once).
+	yieldFor time.Duration
 }
 
 // strategyParams holds the thresholds per strategy. How they were chosen is
 // documented, with the measurements, in docs/pressure.md.
 var strategyParams = [...]params{
-	Balanced:   {freeSpin: 64, spin: 2048, highToLow: 100 * time.Microsecond, lowToIdle: 500 * time.Microsecond, minPolls: 32, tickMask: 7, park: true},
+	Balanced:   {freeSpin: 64, spin: 2048, highToLow: 100 * time.Microsecond, lowToIdle: 500 * time.Microsecond, minPolls: 32, tickMask: 7, park: true, yieldFor: 20 * time.Microsecond},
 	LowLatency: {freeSpin: 64, spin: 2048, highToLow: 1 * time.Millisecond, lowToIdle: 10 * time.Millisecond, minPolls: 32, tickMask: 7, park: false},
-	LowCPU:     {freeSpin: 16, spin: 128, highToLow: 10 * time.Microsecond, lowToIdle: 40 * time.Microsecond, minPolls: 32, tickMask: 7, park: true},
+	LowCPU:     {freeSpin: 16, spin: 128, highToLow: 10 * time.Microsecond, lowToIdle: 40 * time.Microsecond, minPolls: 32, tickMask: 7, park: true, yieldFor: 0},
 }
 
 func (w WaitStrategy) params() params {
