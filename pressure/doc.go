@@ -35,9 +35,10 @@
 // also calls Wake before publishing, so that parked stages are already waking
 // when the item lands. When the level is High and no stage is parked, Wake is
 // a store-load fence on a private word (see fence) and two atomic loads.
-// A stage's own OnWork, called after it popped, does the same for a producer
-// waiting for room in that stage's input: it loads the level and the parked
-// count after the pop exactly as Wake would.
+// A publisher that knows which stage it feeds calls that Stage's Wake
+// instead, which unparks only that stage when the level is above Idle. A
+// stage that pops, and so makes room for a producer stage waiting on back
+// pressure, wakes that producer the same way.
 //
 // # Why no wakeup is lost
 //
@@ -56,7 +57,9 @@
 //     Wake first executes a sequentially consistent fence (see fence), which
 //     orders S before W all the same.
 //   - If W sees a non-zero count, Wake loads every stage's flag and sends a
-//     wake token to each flagged stage. Tokens are permits: a chan struct{}
+//     wake token to each flagged stage. (Stage.Wake loads its stage's flag
+//     directly as W: the flag is stored before A, and the same argument
+//     applies to it.) Tokens are permits: a chan struct{}
 //     of capacity 1 per stage, sent without blocking; a token sent before the
 //     stage parks makes the park return at once, so an unpark racing a park
 //     is never lost.

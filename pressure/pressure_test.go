@@ -393,6 +393,28 @@ func TestParkWithoutSlot(t *testing.T) {
 			assert.Equal(t, uint64(1), m.Stats().Parks)
 			assert.Zero(t, m.parked.Load())
 
+			// Stage.Wake unparks its own stage only; OnWork unparks nobody
+			// parked above Idle.
+			for _, x := range st[1:] {
+				for !x.announced {
+					require.True(t, x.OnEmpty())
+					clk.advance(time.Microsecond)
+				}
+			}
+			// Once one stage parks, another gets the freed spin slot and its
+			// streak clock may lower the level; this part is about High.
+			m.state.Store(m.state.Load()&^levelMask | uint32(High))
+			st[0].OnWork()
+			assert.Len(t, st[1].wake, 0, "OnWork does not unpark above Idle")
+			assert.Len(t, st[2].wake, 0)
+			st[1].Wake()
+			assert.Len(t, st[1].wake, 1)
+			assert.Len(t, st[2].wake, 0, "Stage.Wake unparks only its stage")
+			for _, x := range st[1:] {
+				x.unpark()
+				require.True(t, x.OnEmpty()) // parks, returns with the token
+			}
+
 			// Work withdraws an announcement.
 			for !idle.announced {
 				require.True(t, idle.OnEmpty())

@@ -42,19 +42,36 @@ func (s *Stage) Name() string { return s.name }
 
 // OnWork reports that the stage found work in this iteration. It ends the
 // stage's empty streak and, if the level is not High, raises it to High
-// (unparking every stage if it was Idle); a stage that announced a park is
-// unparked, since the pop that found the work may have made room for it.
-// Under sustained load it is a private fence and two atomic loads.
+// (unparking every stage if it was Idle). Under sustained load it is a
+// private fence and a single atomic load of the shared level.
+//
+// OnWork does not unpark a stage that parked above Idle: a stage whose pop
+// makes room for a producer waiting on back pressure calls that producer's
+// Wake (or Manager.Wake).
 func (s *Stage) OnWork() {
 	if s.streak != 0 {
 		s.endStreak()
 	}
-	fence() // the caller's pop precedes our loads of level and parked
-	m := s.m
-	if !isHigh(m.state.Load()) && m.raise() {
+	fence() // the caller's pop precedes our load of the level
+	if !isHigh(s.m.state.Load()) {
+		s.m.raise()
+	}
+}
+
+// Wake tells the manager that work has been, or is about to be, made visible
+// to this stage by another goroutine. It is Manager.Wake for a publisher
+// that knows which stage it feeds: it raises the level as Manager.Wake does,
+// but above Idle it unparks this stage only, so a pipeline's other parked
+// stages are not woken by work that is not theirs. When the level is High
+// and the stage is not parked, it is a private fence and two atomic loads.
+func (s *Stage) Wake() {
+	fence() // the caller's publication precedes our loads of level and parking
+	if !isHigh(s.m.state.Load()) && s.m.raise() {
 		return
 	}
-	m.unparkParked()
+	if s.parking.Load() {
+		s.unpark()
+	}
 }
 
 // OnEmpty reports that the stage found no work in this iteration, and waits

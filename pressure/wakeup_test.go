@@ -46,6 +46,13 @@ func handoff(t *testing.T, m *Manager, items int, p *pauses) {
 // that, such a stall is a lost wakeup.
 func handoffPairs(t *testing.T, m *Manager, pairs, items int, p *pauses) {
 	t.Helper()
+	handoffPairsWith(t, m, pairs, items, p, false)
+}
+
+// handoffPairsWith is handoffPairs; with targeted, each side wakes its peer
+// with Stage.Wake instead of Manager.Wake.
+func handoffPairsWith(t *testing.T, m *Manager, pairs, items int, p *pauses, targeted bool) {
+	t.Helper()
 	var progress atomic.Int64
 	var wg sync.WaitGroup
 	for pair := range pairs {
@@ -61,7 +68,11 @@ func handoffPairs(t *testing.T, m *Manager, pairs, items int, p *pauses) {
 			for i := 0; i < items; {
 				if r.push(uint64(i)) {
 					prod.OnWork()
-					m.Wake() // after publishing: required
+					if targeted {
+						cons.Wake()
+					} else {
+						m.Wake() // after publishing: required
+					}
 					progress.Add(1)
 					i++
 					p.maybe(rng)
@@ -76,7 +87,11 @@ func handoffPairs(t *testing.T, m *Manager, pairs, items int, p *pauses) {
 			for want := uint64(0); want < uint64(items); {
 				if v, ok := r.pop(); ok {
 					cons.OnWork()
-					m.Wake() // room in the ring is work for the producer
+					if targeted {
+						prod.Wake()
+					} else {
+						m.Wake() // room in the ring is work for the producer
+					}
 					if v != want {
 						t.Errorf("pair %d: got item %d, want %d", pair, v, want)
 						return
@@ -121,6 +136,16 @@ func TestNoLostWakeup(t *testing.T) {
 		m := New(Balanced)
 		m.p = params{freeSpin: 0, spin: 1, park: true}
 		handoffPairs(t, m, 2, 500_000, &pauses{every: 32, max: 50 * time.Microsecond})
+		st := m.Stats()
+		m.Close()
+		t.Logf("%+v", st)
+		assert.Greater(t, st.Parks, uint64(10_000), "the test must exercise parking")
+	})
+	// The same with each side waking only its peer (Stage.Wake).
+	t.Run("eager-targeted", func(t *testing.T) {
+		m := New(Balanced)
+		m.p = params{freeSpin: 0, spin: 1, park: true}
+		handoffPairsWith(t, m, 2, 500_000, &pauses{every: 32, max: 50 * time.Microsecond}, true)
 		st := m.Stats()
 		m.Close()
 		t.Logf("%+v", st)
