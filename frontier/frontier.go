@@ -124,7 +124,11 @@ func (m *Merger[T]) take(s int) item[T] {
 		m.heap.e[0].arrive = p.arrive
 		m.heap.down(0)
 	} else {
-		m.heap.popTop()
+		if len(m.heap.e) == 1 {
+			m.heap.e = m.heap.e[:0]
+		} else {
+			m.heap.popTop()
+		}
 		src.inHeap = false
 	}
 	return it
@@ -172,7 +176,11 @@ func (m *Merger[T]) refresh() {
 			}
 			if p != nil {
 				src.inHeap = true
-				m.heap.push(hentry{arrive: p.arrive, src: int32(s)})
+				if e := m.heap.e; len(e) == 0 { // a sparse merge's usual case
+					m.heap.e = append(e, hentry{arrive: p.arrive, src: int32(s)})
+				} else {
+					m.heap.push(hentry{arrive: p.arrive, src: int32(s)})
+				}
 			}
 		}
 	}
