@@ -342,20 +342,6 @@ func (l *ingress[T]) Peek() *msg[T] {
 	return l.ring.Peek()
 }
 
-// TryPop removes and returns the front message.
-func (l *ingress[T]) TryPop() (msg[T], bool) {
-	if l.rd != nil {
-		p := l.rd.slot()
-		if p == nil {
-			return msg[T]{}, false
-		}
-		m := *p
-		l.rd.advance()
-		return m, true
-	}
-	return l.ring.TryPop()
-}
-
 // Advance consumes the front message, which Peek returned.
 func (l *ingress[T]) Advance() {
 	if l.rd != nil {

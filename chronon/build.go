@@ -36,9 +36,14 @@ func (k *conn[T]) depth() int {
 // filter, flush and cancel code is the same.
 func (p *InPort[T]) build() error {
 	p.one, p.ring, p.merge, p.keepFn, p.flushFn = nil, ingress[T]{}, nil, nil, nil
-	for _, k := range p.conns {
+	p.idle, p.gap = 0, 1
+	for i, k := range p.conns {
 		k.ring, k.flane, k.sh = nil, nil, nil
+		if i == 0 || k.delay < p.gap {
+			p.gap = k.delay
+		}
 	}
+	p.gap = max(p.gap, 1) // the smallest delay, at least 1 (see InPort.receive)
 	switch len(p.conns) {
 	case 0:
 		return nil

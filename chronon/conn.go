@@ -2,6 +2,7 @@ package chronon
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/lanework/lanework/frontier"
 	"github.com/lanework/lanework/ringbuf"
@@ -13,6 +14,18 @@ type msg[T any] struct {
 	epoch  uint32 // sender's cancel epoch at send time
 	lane   uint32 // index of the connection in the receiving port
 	v      T
+}
+
+// wide reports whether msg[T] is wider than four words, too wide for the
+// compiler to keep in registers (a constant for each instantiation). A wide
+// message built in a local and then copied, into a lane or out of a call's
+// results, is copied with loads wider than the stores that built it, and
+// each such load waits for the stores to drain (a failed store-to-load
+// forward). So wide messages are written into and read out of lane slots in
+// place; narrow ones are cheaper passed by value.
+func wide[T any]() bool {
+	var m msg[T]
+	return unsafe.Sizeof(m) > 4*unsafe.Sizeof(uintptr(0))
 }
 
 // none marks "no cycle yet" in the ledgers below.
@@ -149,16 +162,26 @@ func (k *conn[T]) admits(c uint64) bool {
 }
 
 // push publishes v. The caller has checked admits.
-func (k *conn[T]) push(c uint64, epoch uint32, v T) {
+//
+// A wide message bound for a single-connection lane is written in place
+// (see wide).
+func (k *conn[T]) push(c uint64, epoch uint32, v *T) {
 	k.record(c)
-	m := msg[T]{arrive: c + k.delay, epoch: epoch, lane: k.lane, v: v}
 	var ok bool
 	switch {
+	case k.ring != nil && !wide[T]():
+		ok = k.ring.TryPush(msg[T]{arrive: c + k.delay, epoch: epoch, lane: k.lane, v: *v})
 	case k.ring != nil:
-		ok = k.ring.TryPush(m)
+		if s := k.ring.Reserve(1); len(s) == 1 {
+			m := &s[0]
+			m.arrive, m.epoch, m.lane, m.v = c+k.delay, epoch, k.lane, *v
+			k.ring.Commit(1)
+			ok = true
+		}
 	case k.flane != nil:
-		ok = k.flane.TryPush(m.arrive, m)
+		ok = k.flane.TryPush(c+k.delay, msg[T]{arrive: c + k.delay, epoch: epoch, lane: k.lane, v: *v})
 	default:
+		m := msg[T]{arrive: c + k.delay, epoch: epoch, lane: k.lane, v: *v}
 		ok = k.sh.put(&m) < 0
 	}
 	if !ok {

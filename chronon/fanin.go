@@ -21,24 +21,12 @@ func newFanIn[T any](ids []uint64, depths []int) (*frontier.Merger[msg[T]], []*f
 // connection, ordering messages by (arrive, connection id): a
 // frontier.Merger over SPSC lanes, or, when any connection comes from a
 // shared broadcast ring, a cursorMerge over readers. It is used concretely,
-// not through an interface: the receive path calls it every cycle.
+// not through an interface. InPort.receive pops from fr or cm itself: a
+// call through a method here would not inline and would copy the popped
+// message once more.
 type fanIn[T any] struct {
 	fr *frontier.Merger[msg[T]]
 	cm *cursorMerge[T]
-}
-
-func (f *fanIn[T]) TryPop(c uint64) (msg[T], uint64, bool) {
-	if f.cm != nil {
-		return f.cm.TryPop(c)
-	}
-	return f.fr.TryPop(c)
-}
-
-func (f *fanIn[T]) PopFiltered(c uint64, keep func(uint64, *msg[T]) bool) (msg[T], uint64, bool) {
-	if f.cm != nil {
-		return f.cm.PopFiltered(c, keep)
-	}
-	return f.fr.PopFiltered(c, keep)
 }
 
 func (f *fanIn[T]) HasReady(c uint64) bool {

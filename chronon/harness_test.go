@@ -134,10 +134,14 @@ func mix(x uint64) uint64 {
 // node is a harness unit driven by its own seed and its inputs only: it
 // receives (plainly or filtered), flushes selectively or wholesale, cancels
 // its outputs, sends on two outputs with random values, and may terminate.
-type node struct {
+type node = gnode[uint64]
+
+// gnode is node carrying its values as P: uint64, or widePayload, which
+// the ports move in place rather than by value (see wide_test.go).
+type gnode[P any] struct {
 	chronon.Base
-	In     chronon.InPort[uint64]
-	Out    [2]chronon.OutPort[uint64]
+	In     chronon.InPort[P]
+	Out    [2]chronon.OutPort[P]
 	seed   uint64
 	state  uint64
 	sendP  uint64 // send probability per output, in 1/256
@@ -146,18 +150,18 @@ type node struct {
 	events []event
 }
 
-func (n *node) Events() []event { return n.events }
+func (n *gnode[P]) Events() []event { return n.events }
 
-func (n *node) rnd() uint64 {
+func (n *gnode[P]) rnd() uint64 {
 	n.state = mix(n.state ^ n.seed)
 	return n.state
 }
 
-func (n *node) log(kind byte, v uint64) {
+func (n *gnode[P]) log(kind byte, v uint64) {
 	n.events = append(n.events, event{n.Cycle(), kind, v})
 }
 
-func (n *node) Tick() {
+func (n *gnode[P]) Tick() {
 	c := n.Cycle()
 	if n.panAt != 0 && c == n.panAt {
 		panic(fmt.Sprintf("node %s fails", n.Name()))
@@ -167,30 +171,30 @@ func (n *node) Tick() {
 	case 0:
 		n.log('f', uint64(n.In.Flush()))
 	case 1:
-		n.log('f', uint64(n.In.FlushKeys(func(v *uint64) uint64 { return *v % 1000 }, chronon.YoungerThan(500))))
+		n.log('f', uint64(n.In.FlushKeys(func(v *P) uint64 { return valueOf(v) % 1000 }, chronon.YoungerThan(500))))
 	case 2:
 		n.Out[r>>8&1].CancelInFlight()
 		n.log('c', r>>8&1)
 	}
 	take := int(r>>12%4) + 1
 	for range take {
-		var v uint64
+		var v P
 		var ok bool
 		if r>>16&1 == 0 {
 			v, ok = n.In.TryReceive()
 		} else {
-			v, ok = n.In.ReceiveFiltered(func(v *uint64) bool { return *v%5 != 0 })
+			v, ok = n.In.ReceiveFiltered(func(v *P) bool { return valueOf(v)%5 != 0 })
 		}
 		if !ok {
 			break
 		}
-		n.state ^= v
-		n.log('r', v)
+		n.state ^= valueOf(&v)
+		n.log('r', valueOf(&v))
 	}
 	for i := range n.Out {
 		if n.rnd()%256 < n.sendP {
 			v := n.rnd()
-			if n.Out[i].Send(v) {
+			if n.Out[i].Send(payloadOf[P](v)) {
 				n.log('s', v)
 			} else {
 				n.log('x', v)
@@ -203,6 +207,44 @@ func (n *node) Tick() {
 	}
 }
 
+// widePayload carries a harness value in a message too wide for registers,
+// with check fields derived from it.
+type widePayload struct {
+	V    uint64
+	A, B uint64
+	C    uint32
+	D    uint16
+}
+
+func newWide(v uint64) widePayload {
+	h := mix(v)
+	return widePayload{V: v, A: h, B: ^v, C: uint32(h >> 7), D: uint16(v >> 3)}
+}
+
+// valueOf returns the harness value of a uint64 or widePayload message,
+// panicking on a corrupt wide one.
+func valueOf[P any](p *P) uint64 {
+	if v, ok := any(p).(*uint64); ok {
+		return *v
+	}
+	w := any(p).(*widePayload)
+	if *w != newWide(w.V) {
+		panic(fmt.Sprintf("corrupt wide payload %+v", *w))
+	}
+	return w.V
+}
+
+// payloadOf returns v as a P, a uint64 or a widePayload.
+func payloadOf[P any](v uint64) P {
+	var p P
+	if u, ok := any(&p).(*uint64); ok {
+		*u = v
+	} else {
+		*any(&p).(*widePayload) = newWide(v)
+	}
+	return p
+}
+
 // randomTopology returns a seeded random topology of 4 to 12 nodes: each
 // output fans out to one or two destinations; an edge to a later node has
 // delay 0 (building clusters), 1, 2, 3 or 8, an edge to an earlier node or
@@ -211,15 +253,20 @@ func (n *node) Tick() {
 // instead a high-fanout source: 4 to 8 delay-1 edges without capacity,
 // which the shared broadcast transport carries unless opts switch it off.
 func randomTopology(seed uint64, opts ...chronon.SimOption) func(t *testing.T) *chronon.Simulation {
+	return randomTopologyOf[uint64](seed, opts...)
+}
+
+// randomTopologyOf is randomTopology with nodes carrying P.
+func randomTopologyOf[P any](seed uint64, opts ...chronon.SimOption) func(t *testing.T) *chronon.Simulation {
 	return func(t *testing.T) *chronon.Simulation {
 		t.Helper()
 		r := seed
 		next := func(n uint64) uint64 { r = mix(r); return r % n }
 		units := int(4 + next(9))
 		s := chronon.New(opts...)
-		nodes := make([]*node, units)
+		nodes := make([]*gnode[P], units)
 		for i := range nodes {
-			nodes[i] = &node{seed: mix(seed + uint64(i)), sendP: 24 + next(96)}
+			nodes[i] = &gnode[P]{seed: mix(seed + uint64(i)), sendP: 24 + next(96)}
 			require.NoError(t, s.Add(fmt.Sprintf("n%d", i), nodes[i]))
 		}
 		for i, n := range nodes {

@@ -20,41 +20,82 @@ type InPort[T any] struct {
 	conns []*conn[T]
 	name  string
 
+	// idle is a cycle before which no message can be ready (see receive);
+	// gap is the fewest cycles from a push to its arrival: the smallest
+	// connection delay, at least 1.
+	idle uint64
+	gap  uint64
+
 	// Callbacks for merge, made once at Build so calls do not allocate.
 	keepFn  func(uint64, *msg[T]) bool
 	flushFn func(uint64, *msg[T]) bool
 	keep    func(*T) bool // the current ReceiveFiltered predicate
+	got     T             // the message keepMerged accepted, until receive copies it out
 	fkey    func(*T) uint64
 	frange  Range
 	fall    bool // the current flush drops every covered message
 }
 
 // TryReceive returns the next ready message, if any.
-func (p *InPort[T]) TryReceive() (T, bool) {
-	// Fast path: one connection, no flush survivors, head not cancelled.
+func (p *InPort[T]) TryReceive() (v T, ok bool) {
+	ok = p.TryReceiveInto(&v)
+	return v, ok
+}
+
+// TryReceiveInto is TryReceive writing the message to *dst, which it leaves
+// alone when nothing is ready. The message is copied once, from the lane
+// slot to dst, instead of through return values.
+func (p *InPort[T]) TryReceiveInto(dst *T) bool {
+	c := p.u.cycle
+	if c < p.idle {
+		return false
+	}
+	// Fast path: one lane (an SPSC ring or a broadcast cursor), no flush
+	// survivors, head not cancelled.
 	if k := p.one; k != nil && p.fhead == len(p.front) {
-		m := p.ring.Peek()
-		c := p.u.cycle
-		if m == nil || m.arrive > c {
-			var zero T
-			return zero, false
+		r, rd := p.ring.ring, p.ring.rd
+		var m *msg[T]
+		if r != nil {
+			m = r.Peek()
+		} else {
+			m = rd.slot()
+		}
+		switch {
+		case m == nil:
+			p.idle = c + p.gap
+			return false
+		case m.arrive > c:
+			p.idle = m.arrive
+			return false
 		}
 		if m.epoch == k.out.epoch.Load() {
-			// TryPop rather than Advance: it clears one slot inline instead
-			// of calling memclr for a range.
-			popped, _ := p.ring.TryPop()
+			switch {
+			case rd != nil:
+				*dst = m.v
+				rd.advance()
+			case wide[T](): // in place (see wide)
+				*dst = m.v
+				r.Advance(1)
+			default: // TryPop clears a slot holding pointers inline, Advance with a call
+				popped, _ := r.TryPop()
+				*dst = popped.v
+			}
 			k.credit(c)
-			return popped.v, true
+			return true
 		}
 	}
-	return p.receive(nil)
+	return p.receive(dst, nil)
 }
 
 // ReceiveFiltered returns the next ready message for which keep returns
 // true. Ready messages that keep rejects are consumed for good (and free
 // their capacity). keep runs on the receiver; it must not retain v.
-func (p *InPort[T]) ReceiveFiltered(keep func(v *T) bool) (T, bool) {
-	return p.receive(keep)
+func (p *InPort[T]) ReceiveFiltered(keep func(v *T) bool) (v T, ok bool) {
+	if p.u.cycle < p.idle {
+		return v, false
+	}
+	ok = p.receive(&v, keep)
+	return v, ok
 }
 
 // Ready reports whether a message is ready. It may report true for a
@@ -62,6 +103,8 @@ func (p *InPort[T]) ReceiveFiltered(keep func(v *T) bool) (T, bool) {
 func (p *InPort[T]) Ready() bool {
 	c := p.u.cycle
 	switch {
+	case c < p.idle:
+		return false
 	case p.one != nil:
 		if p.fhead < len(p.front) {
 			return p.front[p.fhead].arrive <= c
@@ -74,42 +117,77 @@ func (p *InPort[T]) Ready() bool {
 	return false
 }
 
-func (p *InPort[T]) receive(keep func(*T) bool) (T, bool) {
-	var zero T
+// receive is the general receive: fan-in, flush survivors, cancelled heads,
+// a filter, broadcast cursors. It writes the message to *dst.
+//
+// It maintains idle, the earliest cycle in which a message can be ready:
+// when it finds none ready in cycle c, a message it has seen arrives no
+// sooner than its head's arrive, and any message not yet seen is pushed in
+// cycle c or later (a zero-delay producer has already ticked in c; under
+// the parallel engine every push of earlier cycles is visible), so it
+// arrives no sooner than c+gap. Flushes and cancels only remove messages,
+// so idle stays a lower bound until it passes.
+func (p *InPort[T]) receive(dst *T, keep func(*T) bool) bool {
 	c := p.u.cycle
 	k := p.one
 	if k == nil {
 		if p.merge == nil {
-			return zero, false
+			return false
 		}
 		if p.drained() {
-			return zero, false
+			p.idle = c + p.gap
+			return false
 		}
-		if keep == nil { // plain pops, checking cancellation afterwards
-			for {
-				m, _, ok := p.merge.TryPop(c)
+		if keep == nil && !wide[T]() {
+			for { // by value, checking cancellation afterwards
+				var m msg[T]
+				var ok bool
+				if f := p.merge.fr; f != nil {
+					m, _, ok = f.TryPop(c)
+				} else {
+					m, _, ok = p.merge.cm.TryPop(c)
+				}
 				if !ok {
-					return zero, false
+					p.idle = c + 1
+					return false
 				}
 				k := p.conns[m.lane]
 				k.credit(c)
 				if !k.stale(m.epoch, c) {
-					return m.v, true
+					*dst = m.v
+					return true
 				}
 			}
 		}
+		// A wide message goes through the filtered pop even without a
+		// filter: keepMerged copies it from its lane slot to got, where a
+		// returned one would be stored and copied again (see wide).
 		p.keep = keep
-		m, _, ok := p.merge.PopFiltered(c, p.keepFn)
+		var ok bool
+		if f := p.merge.fr; f != nil {
+			_, _, ok = f.PopFiltered(c, p.keepFn)
+		} else {
+			_, _, ok = p.merge.cm.PopFiltered(c, p.keepFn)
+		}
 		p.keep = nil
-		return m.v, ok
+		if !ok {
+			p.idle = c + 1
+			return false
+		}
+		var zero T
+		*dst, p.got = p.got, zero // got must not keep a payload reachable
+		return true
 	}
 	for p.fhead < len(p.front) {
 		m := &p.front[p.fhead]
 		if m.arrive > c {
-			return zero, false
+			p.idle = m.arrive
+			return false
 		}
 		ok := !k.stale(m.epoch, c) && (keep == nil || keep(&m.v))
-		v := m.v
+		if ok {
+			*dst = m.v
+		}
 		*m = msg[T]{}
 		p.fhead++
 		if p.fhead == len(p.front) {
@@ -117,20 +195,27 @@ func (p *InPort[T]) receive(keep func(*T) bool) (T, bool) {
 		}
 		k.credit(c)
 		if ok {
-			return v, true
+			return true
 		}
 	}
 	for {
 		m := p.ring.Peek()
-		if m == nil || m.arrive > c {
-			return zero, false
+		switch {
+		case m == nil:
+			p.idle = c + p.gap
+			return false
+		case m.arrive > c:
+			p.idle = m.arrive
+			return false
 		}
 		ok := !k.stale(m.epoch, c) && (keep == nil || keep(&m.v))
-		v := m.v
+		if ok {
+			*dst = m.v
+		}
 		p.ring.Advance()
 		k.credit(c)
 		if ok {
-			return v, true
+			return true
 		}
 	}
 }
@@ -149,13 +234,18 @@ func (p *InPort[T]) drained() bool {
 	return true
 }
 
-// keepMerged is the merge filter: it credits every consumed message and
-// applies cancellation and the caller's predicate.
+// keepMerged is the merge filter: it credits every consumed message,
+// applies cancellation and the caller's predicate, and copies the message
+// it accepts to got.
 func (p *InPort[T]) keepMerged(_ uint64, m *msg[T]) bool {
 	c := p.u.cycle
 	k := p.conns[m.lane]
 	k.credit(c)
-	return !k.stale(m.epoch, c) && (p.keep == nil || p.keep(&m.v))
+	if k.stale(m.epoch, c) || p.keep != nil && !p.keep(&m.v) {
+		return false
+	}
+	p.got = m.v
+	return true
 }
 
 // Flush discards every message sent to the port in earlier cycles (and, on
@@ -256,7 +346,11 @@ type inPortAny interface {
 	setParallel(workerOf []int)
 	connCount() int
 	unboundedConn() string
+	forgetIdle()
 }
+
+// forgetIdle drops the port's idle cycle (for tests: it must change nothing).
+func (p *InPort[T]) forgetIdle() { p.idle = 0 }
 
 func (p *InPort[T]) bind(u *unitState, name string) { p.u, p.name = u, name }
 func (p *InPort[T]) unit() *unitState               { return p.u }

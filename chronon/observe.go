@@ -70,13 +70,13 @@ func (s *Simulation) Close() (err error) {
 	var first error
 	for _, u := range s.order {
 		if f, ok := u.unit.(Finisher); ok {
-			s.cur = u
+			s.cur = u.pos + 1
 			if err := f.Finish(); err != nil && first == nil {
 				first = fmt.Errorf("chronon: finish %s: %w", u.name, err)
 			}
 		}
 	}
-	s.cur = nil
+	s.cur = 0
 	o := &s.obs
 	if o.w != nil {
 		if s.cycle > o.from || !o.head {

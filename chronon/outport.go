@@ -40,7 +40,12 @@ func (p *OutPort[T]) CanSend() bool {
 // sent. Fanout is all or none: if any connection is out of rate or room,
 // nothing is sent and no rate slot is used. An unconnected port accepts and
 // discards v.
-func (p *OutPort[T]) Send(v T) bool {
+//
+// Send is small enough to inline: v is then the caller's copy, which send
+// reads in place.
+func (p *OutPort[T]) Send(v T) bool { return p.send(&v) }
+
+func (p *OutPort[T]) send(v *T) bool {
 	c := p.u.cycle
 	if len(p.conns) == 1 { // the common case, without the second loop
 		k := p.conns[0]
@@ -72,11 +77,11 @@ func (p *OutPort[T]) Send(v T) bool {
 // would have been the first to in the direct transport; the run stops at
 // the end of the cycle, before any receiver could see the message, so not
 // delivering it to the other connections is not observable.
-func (p *OutPort[T]) broadcast(b *shared[T], c uint64, e uint32, v T) {
+func (p *OutPort[T]) broadcast(b *shared[T], c uint64, e uint32, v *T) {
 	for _, k := range p.conns {
 		k.record(c)
 	}
-	m := msg[T]{arrive: c + 1, epoch: e, v: v}
+	m := msg[T]{arrive: c + 1, epoch: e, v: *v}
 	if i := b.put(&m); i >= 0 {
 		p.u.sim.overflow(p.u, b.name[i], c)
 	}

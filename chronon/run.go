@@ -9,12 +9,12 @@ import (
 // step runs one cycle: every unit, in plan order, at the same local cycle.
 func (s *Simulation) step() {
 	c := s.cycle
-	for _, u := range s.order {
+	for i, u := range s.order {
 		u.cycle = c
-		s.cur = u
+		s.cur = i + 1
 		u.unit.Tick()
 	}
-	s.cur = nil
+	s.cur = 0
 	s.cycle = c + 1
 	if s.cycle == s.obs.next {
 		s.obs.dump(s)
@@ -187,14 +187,14 @@ func (s *Simulation) runProfiled(n uint64, cost []time.Duration) (err error) {
 		if c-c0 >= profileMinCycles && time.Since(t0) >= profileTime {
 			break
 		}
-		for _, u := range s.order {
+		for i, u := range s.order {
 			u.cycle = c
-			s.cur = u
+			s.cur = i + 1
 			t0 := time.Now()
 			u.unit.Tick()
 			cost[u.index] += time.Since(t0)
 		}
-		s.cur = nil
+		s.cur = 0
 		s.cycle = c + 1
 		if s.cycle == s.obs.next {
 			s.obs.dump(s)

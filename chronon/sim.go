@@ -22,7 +22,10 @@ type Simulation struct {
 	term    *Termination
 	termVal Termination
 	fault   error
-	cur     *unitState // the unit being ticked, for panic reports
+	// cur is 1 + the plan position of the unit being ticked (0: none), for
+	// panic reports; an index rather than a pointer, so that setting it
+	// before every Tick needs no write barrier.
+	cur int
 
 	workers   int     // as set by SetWorkers
 	eng       *engine // the parallel engine, if selected
@@ -167,13 +170,13 @@ func (s *Simulation) Build() (err error) {
 	defer s.recoverUnit(&err)
 	for _, u := range s.order {
 		if i, ok := u.unit.(Initer); ok {
-			s.cur = u
+			s.cur = u.pos + 1
 			if err := i.Init(); err != nil {
 				return fmt.Errorf("chronon: init %s: %w", u.name, err)
 			}
 		}
 	}
-	s.cur = nil
+	s.cur = 0
 	s.built = true
 	return nil
 }
@@ -217,8 +220,8 @@ func (s *Simulation) overflow(u *unitState, conn string, c uint64) {
 func (s *Simulation) recoverUnit(err *error) {
 	if r := recover(); r != nil {
 		name := "?"
-		if s.cur != nil {
-			name = s.cur.name
+		if s.cur > 0 {
+			name = s.order[s.cur-1].name
 		}
 		*err = &UnitError{Unit: name, Cycle: s.cycle, Value: r}
 		s.fault = *err
