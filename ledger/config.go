@@ -19,7 +19,7 @@ const (
 )
 
 // MaxAccountsLimit is the largest Config.MaxAccounts: 2^28 accounts need
-// 6 GiB of preallocated balances.
+// 2 GiB of preallocated balances.
 const MaxAccountsLimit = 1 << 28
 
 // Config configures Open. The zero value of every field except Dir selects
@@ -32,8 +32,10 @@ type Config struct {
 	FS vfs.FS
 	// MaxAccounts bounds account ids to [0, MaxAccounts); default
 	// 1,000,000; at most MaxAccountsLimit. Balances are preallocated: 8
-	// bytes per account each for the working copy, the readable copy and
-	// the snapshot buffer. Fixed when the directory is
+	// bytes per account, the readable balances, which the Transactor reads
+	// under a fixed-size overlay of the balances it changed and the
+	// Snapshotter has not applied yet (sized by RingSize), and from which
+	// snapshots are written without a copy. Fixed when the directory is
 	// created; opening with another value fails with ErrIncompatible.
 	MaxAccounts uint64
 	// WaitStrategy governs how idle stages wait; default pressure.Balanced.

@@ -271,7 +271,7 @@ func TestCorruptionCoveredLastBatch(t *testing.T) {
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
 		r, err := recoverState(db, &Config{MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
 		require.NoError(t, err)
-		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, bal: r.bal, refs: r.refs}, nil)
+		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs}, r.bal, func() uint64 { return 100 }, nil, nil)
 		require.NoError(t, err)
 		keys := walKeys(t, db)
 		last = keys[len(keys)-1]

@@ -51,10 +51,11 @@ type Ledger struct {
 	committed atomic.Uint64 // written by the WAL, after Sync returned
 	_         pad
 	snapshot  atomic.Uint64 // written by the Snapshotter
+	applying  atomic.Uint64 // Snapshotter: last id of the batch it is storing (>= snapshot)
 	_         pad
 
 	waits    [Snapshot + 1]waitList // indexed by Level
-	readable []atomic.Int64         // written by the Snapshotter only
+	readable []atomic.Int64         // written by the Snapshotter only; the ledger's one per-account array
 
 	stopping atomic.Bool // set by Close once no submit is in flight
 	txDone   atomic.Bool // the Transactor has published its last record
@@ -69,6 +70,8 @@ type Ledger struct {
 	// Counters for Stats, each block written by one goroutine.
 	_          pad
 	outcomes   [KindComposite + 1][numFailReasons]atomic.Uint64 // Transactor
+	ovSweeps   atomic.Uint64                                    // Transactor: overlay sweeps
+	ovWaits    atomic.Uint64                                    // Transactor: waits for overlay room
 	_          pad
 	walBatches atomic.Uint64 // WAL: group commits synced
 	walBytes   atomic.Uint64 // WAL: their encoded size
@@ -86,6 +89,8 @@ type Ledger struct {
 	// the Snapshotter every iteration.
 	snapWant  atomic.Uint64
 	snapWaits waitList // Snapshot calls, by snapWant id, released by the persister
+	// snapHook, if set (tests), runs in the persister after each chunk.
+	snapHook atomic.Pointer[func(chunk uint32)]
 
 	recovered recoveryInfo
 
@@ -107,11 +112,16 @@ func Open(cfg Config) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := openDB(&cfg)
+	db, old, err := openDB(&cfg)
 	if err != nil {
 		return nil, err
 	}
 	rs, err := recoverState(db, &cfg)
+	if err == nil && old != nil {
+		// A format 1 directory, recovered: from here on it holds fuzzy
+		// snapshots, which a format 1 build must refuse.
+		err = writeMeta(db, &cfg, old.CreatedUnixNs)
+	}
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -127,13 +137,13 @@ func Open(cfg Config) (*Ledger, error) {
 func start(cfg Config, db *pebble.DB, rs *recovered) (*Ledger, error) {
 	l := &Ledger{
 		cfg: cfg, db: db, base: rs.last + 1,
-		readable:  make([]atomic.Int64, cfg.MaxAccounts),
+		readable:  rs.bal, // recovery built them in place: no copy
 		epoch:     time.Now(),
 		persistCh: make(chan *snapshotData, 1),
 		stopped:   make(chan struct{}),
 	}
 	l.epochWall = l.epoch.UnixNano()
-	l.recovered = recoveryInfo{last: rs.last, snapshot: rs.snapshot, replayed: rs.replayed, torn: rs.torn}
+	l.recovered = recoveryInfo{last: rs.last, snapshot: rs.snapshot, snapEnd: rs.snapEnd, replayed: rs.replayed, torn: rs.torn}
 	var err error
 	if l.seq, err = ringbuf.NewMPSC[request](cfg.RingSize); err != nil {
 		return nil, err
@@ -144,14 +154,11 @@ func start(cfg Config, db *pebble.DB, rs *recovered) (*Ledger, error) {
 	if l.toSnap, err = ringbuf.NewSPSC[txRecord](cfg.RingSize); err != nil {
 		return nil, err
 	}
-	for i, b := range rs.bal {
-		l.readable[i].Store(b)
-	}
-	for _, p := range []*atomic.Uint64{&l.sequenced, &l.computed, &l.committed, &l.snapshot} {
+	for _, p := range []*atomic.Uint64{&l.sequenced, &l.computed, &l.committed, &l.snapshot, &l.applying} {
 		p.Store(rs.last)
 	}
 	l.persisted.Store(rs.snapshot)
-	l.spare.Store(&snapshotData{bal: make([]int64, cfg.MaxAccounts)})
+	l.spare.Store(&snapshotData{})
 
 	l.pm = pressure.New(cfg.WaitStrategy)
 	var st [3]*pressure.Stage
@@ -160,7 +167,7 @@ func start(cfg Config, db *pebble.DB, rs *recovered) (*Ledger, error) {
 			return nil, err
 		}
 	}
-	x := &executor{bal: rs.bal, dedup: rs.dedup, maxEntries: cfg.MaxEntries}
+	x := &executor{readable: l.readable, ov: newOverlay(overlaySlots(cfg.RingSize), rs.last), dedup: rs.dedup, maxEntries: cfg.MaxEntries}
 	refs := newRefWindow(cfg.DedupWindow)
 	for _, r := range rs.refs {
 		refs.push(r)

@@ -9,8 +9,18 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// formatVersion is the on-disk format this package writes and reads.
-const formatVersion = 1
+// formatVersion is the on-disk format this package writes. Version 2 made
+// snapshots fuzzy (a manifest names the range (TxID, TxEnd] of transactions
+// that may be partly in its chunks). This build also reads version 1, whose
+// snapshots are exact; Open upgrades such a directory's meta record to 2
+// once it recovered, so that an older build refuses it from then on.
+const (
+	formatVersion   = 2
+	formatVersionV1 = 1
+)
+
+// readableFormat reports whether this build reads format version v.
+func readableFormat(v int) bool { return v == formatVersion || v == formatVersionV1 }
 
 // meta is the directory's identity, written once when the directory is
 // created.
@@ -25,16 +35,24 @@ type meta struct {
 // (format version and MaxAccounts). It is stored in meta so that a tool can
 // tell at a glance whether a directory matches a configuration; Open checks
 // the fields one by one first, for a clearer error.
-func fingerprint(maxAccounts uint64) uint32 {
-	s := fmt.Sprintf("lanework-ledger format=%d max_accounts=%d", formatVersion, maxAccounts)
+func fingerprint(maxAccounts uint64) uint32 { return fingerprintOf(formatVersion, maxAccounts) }
+
+func fingerprintOf(version int, maxAccounts uint64) uint32 {
+	s := fmt.Sprintf("lanework-ledger format=%d max_accounts=%d", version, maxAccounts)
 	return crc32.Checksum([]byte(s), castagnoli)
 }
 
-// manifest describes one persisted snapshot: the balances and dedup window
-// after transaction TxID. Its chunks are written in the same pebble batch.
+// manifest describes one persisted snapshot. Its chunks were read from the
+// readable balances while the Snapshotter kept applying (a fuzzy snapshot):
+// the dedup window is the one after transaction TxID, and each balance is
+// the account's balance after TxID or after one of its entries in
+// (TxID, TxEnd]. Recovery loads the chunks and replays the WAL from TxID+1
+// setting each entry's resulting balance; from TxEnd on the state is exact.
+// A format 1 manifest has no TxEnd: its snapshot is exact (TxEnd = TxID).
 type manifest struct {
 	FormatVersion int    `msgpack:"format_version"`
 	TxID          uint64 `msgpack:"tx_id"`
+	TxEnd         uint64 `msgpack:"tx_end"`
 	MaxAccounts   uint64 `msgpack:"max_accounts"`
 	ChunkAccounts uint64 `msgpack:"chunk_accounts"`
 	Chunks        uint32 `msgpack:"chunks"`

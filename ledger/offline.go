@@ -43,10 +43,10 @@ func readMeta(db *pebble.DB) (meta, error) {
 	if err != nil {
 		return meta{}, &CorruptError{Key: metaKey, Reason: err.Error()}
 	}
-	if m.FormatVersion != formatVersion {
-		return meta{}, fmt.Errorf("%w: format version %d, this build reads %d", ErrIncompatible, m.FormatVersion, formatVersion)
+	if !readableFormat(m.FormatVersion) {
+		return meta{}, fmt.Errorf("%w: format version %d, this build reads %d and %d", ErrIncompatible, m.FormatVersion, formatVersionV1, formatVersion)
 	}
-	if m.MaxAccounts < 2 || m.MaxAccounts > MaxAccountsLimit || m.Fingerprint != fingerprint(m.MaxAccounts) {
+	if m.MaxAccounts < 2 || m.MaxAccounts > MaxAccountsLimit || m.Fingerprint != fingerprintOf(m.FormatVersion, m.MaxAccounts) {
 		return meta{}, &CorruptError{Key: metaKey, Reason: fmt.Sprintf("MaxAccounts %d does not match fingerprint %08x", m.MaxAccounts, m.Fingerprint)}
 	}
 	return m, nil

@@ -1,50 +1,73 @@
 package ledger
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
 
 // recovered is the state Open starts the pipeline from.
 type recovered struct {
-	last     uint64     // last durable transaction
-	snapshot uint64     // tx id of the snapshot loaded (0 if none)
-	bal      []int64    // balances after last
-	dedup    *dedup     // Transactor's dedup index after last
-	refs     []refEntry // the dedup window after last, for the Snapshotter
-	replayed uint64     // WAL transactions replayed
-	torn     []byte     // key of a discarded torn tail batch, if any
+	last     uint64         // last durable transaction
+	snapshot uint64         // tx id S0 of the snapshot loaded (0 if none)
+	snapEnd  uint64         // its TxEnd S1: the WAL replays it exactly from there on
+	bal      []atomic.Int64 // balances after last: they become the readable balances
+	dedup    *dedup         // Transactor's dedup index after last
+	refs     []refEntry     // the dedup window after last, for the Snapshotter
+	replayed uint64         // WAL transactions replayed
+	torn     []byte         // key of a discarded torn tail batch, if any
+	// win tracks, while the replay is inside the loaded snapshot's window
+	// (snapshot, snapEnd], every account an entry touched: its chunk value,
+	// and whether that value was one of the account's balances in the window.
+	win map[uint64]winAcct
+}
+
+type winAcct struct {
+	chunk   int64
+	matched bool
 }
 
 // recoveryInfo records what Open recovered, for tests and tools.
 type recoveryInfo struct {
-	last, snapshot, replayed uint64
-	torn                     []byte
+	last, snapshot, snapEnd, replayed uint64
+	torn                              []byte
 }
 
 // recoverState loads the newest valid snapshot and replays the WAL after it.
 //
 // Rules: every batch's CRC and structure are verified, and every entry's
-// resulting balance must equal the replayed balance plus its delta. A batch
-// that fails and is the last WAL key is a torn tail: it is deleted (synced)
-// and recovery ends before it. A failing batch followed by another, a gap or
-// overlap in ids, or a non-zero balance sum refuses to open with a
-// *CorruptError naming the key and tx range.
+// resulting balance must equal the replayed balance plus its delta, except
+// for an account's first entry inside the snapshot's window (below), which
+// sets it. A batch that fails and is the last WAL key is a torn tail: it is
+// deleted (synced) and recovery ends before it, unless the snapshot's window
+// reaches it (it was synced before the manifest). A failing batch followed by
+// another, a gap or overlap in ids, or a non-zero balance sum refuses to open
+// with a *CorruptError naming the key and tx range.
+//
+// A snapshot is fuzzy: its chunks were read while the Snapshotter applied
+// (S0, S1], so an account's chunk value is its balance after S0 or after one
+// of its entries in (S0, S1]. Replaying (S0, S1] by setting each entry's
+// resulting balance (idempotent) leaves every account that has an entry there
+// at its last one, and every other account did not change during the copy,
+// so its chunk value is right: the state after S1 is exact. The replay also
+// checks that each such account's chunk value was one of its balances in the
+// window and that the balances sum to zero after S1.
 func recoverState(db *pebble.DB, cfg *Config) (*recovered, error) {
-	rs := &recovered{bal: make([]int64, cfg.MaxAccounts), dedup: newDedup(cfg.DedupWindow)}
+	rs := &recovered{bal: make([]atomic.Int64, cfg.MaxAccounts), dedup: newDedup(cfg.DedupWindow)}
 	if err := loadNewestSnapshot(db, cfg, rs); err != nil {
 		return nil, err
 	}
 	if err := replayWAL(db, cfg, rs); err != nil {
 		return nil, err
 	}
-	var sum int64
-	for _, b := range rs.bal {
-		sum += b // wrapping: a true sum of zero wraps to zero
+	if rs.last < rs.snapEnd {
+		return nil, &CorruptError{Key: idKey(prefixSnapshot, rs.snapshot), FirstTx: TxID(rs.last + 1), LastTx: TxID(rs.snapEnd),
+			Reason: fmt.Sprintf("transactions missing from the WAL: snapshot %d holds balances up to tx %d", rs.snapshot, rs.snapEnd)}
 	}
-	if sum != 0 {
+	if sum := sumBalances(rs.bal); sum != 0 {
 		return nil, &CorruptError{Key: []byte{prefixWAL}, LastTx: TxID(rs.last), Reason: fmt.Sprintf("balances sum to %d after replay", sum)}
 	}
 	// The Snapshotter's window is the Transactor's, in id order.
@@ -53,75 +76,126 @@ func recoverState(db *pebble.DB, cfg *Config) (*recovered, error) {
 	return rs, nil
 }
 
+// sumBalances adds the balances, wrapping: a true sum of zero wraps to zero.
+func sumBalances(bal []atomic.Int64) int64 {
+	var sum int64
+	for i := range bal {
+		sum += bal[i].Load()
+	}
+	return sum
+}
+
 func loadNewestSnapshot(db *pebble.DB, cfg *Config, rs *recovered) error {
 	it, err := prefixIter(db, prefixSnapshot)
 	if err != nil {
 		return err
 	}
 	defer it.Close()
+	put := func(first uint64, raw []byte) {
+		for i := 0; i < len(raw)/8; i++ {
+			rs.bal[first+uint64(i)].Store(int64(binary.LittleEndian.Uint64(raw[8*i:])))
+		}
+	}
 	for ok := it.Last(); ok; ok = it.Prev() {
 		id, ok := parseIDKey(prefixSnapshot, it.Key())
 		if !ok {
 			continue
 		}
-		if err := loadSnapshot(db, cfg, id, it.Value(), rs); err == nil {
+		info, err := readSnapshot(db, cfg.MaxAccounts, id, it.Value(), put)
+		if err == nil {
+			d := newDedup(cfg.DedupWindow)
+			for _, r := range info.refs {
+				d.add(r.id, r.ref)
+			}
+			rs.dedup, rs.last, rs.snapshot, rs.snapEnd = d, id, id, info.end
+			if info.end > id {
+				rs.win = make(map[uint64]winAcct)
+			}
 			return nil
 		}
 		// An invalid snapshot is skipped: the previous one, and the WAL
-		// retained after it, reproduce the same state.
+		// retained after it, reproduce the same state. It may have stored
+		// some of its chunks: every chunk of the next one overwrites them,
+		// and without one the replay starts from zero.
+		for i := range rs.bal {
+			rs.bal[i].Store(0)
+		}
 	}
 	return it.Error()
 }
 
-func loadSnapshot(db *pebble.DB, cfg *Config, id uint64, val []byte, rs *recovered) error {
+// snapInfo is what a valid snapshot's manifest and dedup chunk say.
+type snapInfo struct {
+	end  uint64 // TxEnd (S1); equal to the id for an exact snapshot
+	refs []refEntry
+}
+
+// readSnapshot checks snapshot id as Open loads it — the manifest, every
+// balance chunk (checksum, header, full coverage of maxAccounts), the dedup
+// window, and for an exact snapshot (format 1, or TxEnd equal to its id) the
+// zero balance sum — and passes each chunk's balances to put as they are
+// read (8 little-endian bytes each, from account first on). An error may
+// come after some chunks were passed.
+func readSnapshot(db *pebble.DB, maxAccounts, id uint64, val []byte, put func(first uint64, raw []byte)) (snapInfo, error) {
 	m, err := decodeManifest(val)
 	if err != nil {
-		return err
+		return snapInfo{}, err
 	}
-	if m.TxID != id || m.MaxAccounts != cfg.MaxAccounts || m.ChunkAccounts != snapChunkAccounts ||
-		uint64(m.Chunks) != (cfg.MaxAccounts+snapChunkAccounts-1)/snapChunkAccounts {
-		return errors.New("manifest does not match")
+	end := m.TxEnd
+	switch m.FormatVersion {
+	case formatVersionV1:
+		end = m.TxID
+	case formatVersion:
+	default:
+		return snapInfo{}, fmt.Errorf("manifest format version %d", m.FormatVersion)
 	}
-	bal := make([]int64, cfg.MaxAccounts)
+	if m.TxID != id || end < id || m.MaxAccounts != maxAccounts || m.ChunkAccounts != snapChunkAccounts ||
+		uint64(m.Chunks) != (maxAccounts+snapChunkAccounts-1)/snapChunkAccounts {
+		return snapInfo{}, errors.New("manifest does not match")
+	}
 	var sum int64
 	for i := uint32(0); i < m.Chunks; i++ {
 		v, closer, err := db.Get(chunkKey(id, i))
 		if err != nil {
-			return err
+			return snapInfo{}, err
 		}
-		err = decodeBalanceChunk(v, uint64(i)*snapChunkAccounts, bal)
+		first := uint64(i) * snapChunkAccounts
+		raw, err := openBalanceChunk(v, first, maxAccounts)
+		if err == nil && uint64(len(raw)/8) != min(snapChunkAccounts, maxAccounts-first) {
+			err = fmt.Errorf("chunk %d holds %d balances", i, len(raw)/8)
+		}
+		if err == nil {
+			for j := 0; j < len(raw); j += 8 {
+				sum += int64(binary.LittleEndian.Uint64(raw[j:]))
+			}
+			put(first, raw)
+		}
 		closer.Close()
 		if err != nil {
-			return err
+			return snapInfo{}, err
 		}
 	}
-	for _, b := range bal {
-		sum += b
-	}
-	if sum != 0 {
-		return errors.New("snapshot balances do not sum to zero")
+	if end == id && sum != 0 {
+		return snapInfo{}, errors.New("snapshot balances do not sum to zero")
 	}
 	v, closer, err := db.Get(chunkKey(id, refsChunk))
 	if err != nil {
-		return err
+		return snapInfo{}, err
 	}
 	refs, err := decodeRefsChunk(v)
 	closer.Close()
 	if err != nil {
-		return err
+		return snapInfo{}, err
 	}
 	if uint64(len(refs)) != m.Refs {
-		return errors.New("refs count does not match manifest")
+		return snapInfo{}, errors.New("refs count does not match manifest")
 	}
-	d := newDedup(cfg.DedupWindow)
 	for i, r := range refs {
 		if r.id > id || r.ref == 0 || (i > 0 && r.id <= refs[i-1].id) {
-			return errors.New("refs out of order")
+			return snapInfo{}, errors.New("refs out of order")
 		}
-		d.add(r.id, r.ref)
 	}
-	rs.bal, rs.dedup, rs.last, rs.snapshot = bal, d, id, id
-	return nil
+	return snapInfo{end: end, refs: refs}, nil
 }
 
 func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
@@ -151,6 +225,10 @@ func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
 		}
 		if err == nil {
 			if err := replayBatch(&b, &t, rs); err != nil {
+				var ce *CorruptError
+				if errors.As(err, &ce) {
+					return err // the snapshot's window does not replay
+				}
 				// The checksum held, so this is no torn write.
 				return &CorruptError{Key: clone(key), FirstTx: TxID(b.first), LastTx: TxID(b.last()), Reason: err.Error()}
 			}
@@ -164,10 +242,11 @@ func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
 		if ierr := it.Error(); ierr != nil {
 			return ierr
 		}
-		if kok && first <= rs.last {
-			// The snapshot after it proves this batch was synced: damage,
-			// not a torn write, and deleting it would lose its history.
-			return &CorruptError{Key: k, FirstTx: TxID(first), LastTx: TxID(rs.last), Reason: fmt.Sprintf("%v (covered by snapshot %d, so not a torn write)", err, rs.snapshot)}
+		if kok && first <= max(rs.last, rs.snapEnd) {
+			// The snapshot proves this batch was synced (its manifest was
+			// written after every transaction up to its TxEnd was durable):
+			// damage, not a torn write, and deleting it would lose history.
+			return &CorruptError{Key: k, FirstTx: TxID(first), LastTx: TxID(max(rs.last, rs.snapEnd)), Reason: fmt.Sprintf("%v (covered by snapshot %d, so not a torn write)", err, rs.snapshot)}
 		}
 		// Torn tail: discard it, durably, so that new ids reuse its range.
 		if derr := db.Delete(k, pebble.Sync); derr != nil {
@@ -179,8 +258,9 @@ func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
 	return it.Error()
 }
 
-// replayBatch applies the transactions of b after rs.last. It checks
-// everything before changing rs, per transaction.
+// replayBatch applies the transactions of b after rs.last. Outside the
+// snapshot's window it checks every entry before changing rs, per
+// transaction; inside it, an error (always fatal) may leave rs half changed.
 func replayBatch(b *batchReader, t *walTx, rs *recovered) error {
 	n := uint64(len(rs.bal))
 	for {
@@ -199,19 +279,26 @@ func replayBatch(b *batchReader, t *walTx, rs *recovered) error {
 				return fmt.Errorf("tx %d: account %d out of range", t.id, e.Account)
 			}
 		}
-		// Entries of one tx may repeat an account: verify while applying,
-		// and undo on mismatch.
-		for i := 0; i < t.n; i++ {
-			e := t.entry(i)
-			nb, ok := addInt64(rs.bal[e.Account], e.Delta)
-			if !ok || nb != e.Balance {
-				for j := i - 1; j >= 0; j-- {
-					p := t.entry(j)
-					rs.bal[p.Account] -= p.Delta
-				}
-				return fmt.Errorf("tx %d: account %d balance %d%+d recorded as %d", t.id, e.Account, rs.bal[e.Account], e.Delta, e.Balance)
+		if t.id <= rs.snapEnd {
+			if err := replayWindowTx(t, rs); err != nil {
+				return err
 			}
-			rs.bal[e.Account] = nb
+		} else {
+			// Entries of one tx may repeat an account: verify while
+			// applying, and undo on mismatch.
+			for i := 0; i < t.n; i++ {
+				e := t.entry(i)
+				cur := rs.bal[e.Account].Load()
+				nb, ok := addInt64(cur, e.Delta)
+				if !ok || nb != e.Balance {
+					for j := i - 1; j >= 0; j-- {
+						p := t.entry(j)
+						rs.bal[p.Account].Add(-p.Delta)
+					}
+					return fmt.Errorf("tx %d: account %d balance %d%+d recorded as %d", t.id, e.Account, cur, e.Delta, e.Balance)
+				}
+				rs.bal[e.Account].Store(nb)
+			}
 		}
 		if t.userRef != 0 && t.fail != Duplicate {
 			rs.dedup.fifo.trim(t.id, rs.dedup.forget)
@@ -219,7 +306,67 @@ func replayBatch(b *batchReader, t *walTx, rs *recovered) error {
 		}
 		rs.last = t.id
 		rs.replayed++
+		if rs.last == rs.snapEnd && rs.win != nil {
+			if err := finishWindow(rs); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// replayWindowTx applies a transaction inside the loaded snapshot's window
+// by setting each entry's resulting balance. An account's first entry in the
+// window cannot be checked against its chunk value (the chunk may have been
+// read after later entries); it records whether the chunk value was the
+// account's balance before the entry or after it. Later entries check as
+// outside the window, and may match the chunk value too.
+func replayWindowTx(t *walTx, rs *recovered) error {
+	for i := 0; i < t.n; i++ {
+		e := t.entry(i)
+		st, seen := rs.win[e.Account]
+		if !seen {
+			prev, ok := subInt64(e.Balance, e.Delta)
+			if !ok {
+				return fmt.Errorf("tx %d: account %d balance %d recorded after delta %+d", t.id, e.Account, e.Balance, e.Delta)
+			}
+			st.chunk = rs.bal[e.Account].Load()
+			st.matched = st.chunk == prev || st.chunk == e.Balance
+		} else {
+			cur := rs.bal[e.Account].Load()
+			if nb, ok := addInt64(cur, e.Delta); !ok || nb != e.Balance {
+				return fmt.Errorf("tx %d: account %d balance %d%+d recorded as %d", t.id, e.Account, cur, e.Delta, e.Balance)
+			}
+			st.matched = st.matched || st.chunk == e.Balance
+		}
+		rs.win[e.Account] = st
+		rs.bal[e.Account].Store(e.Balance)
+	}
+	return nil
+}
+
+// finishWindow runs once the replay reaches the snapshot's TxEnd: every
+// account touched in the window must have had its chunk value at some point
+// of it, and the balances, now exact, must sum to zero.
+func finishWindow(rs *recovered) error {
+	key := idKey(prefixSnapshot, rs.snapshot)
+	for a, st := range rs.win {
+		if !st.matched {
+			return &CorruptError{Key: key, FirstTx: TxID(rs.snapshot + 1), LastTx: TxID(rs.snapEnd),
+				Reason: fmt.Sprintf("account %d is %d in snapshot %d, never its balance in txs %d..%d", a, st.chunk, rs.snapshot, rs.snapshot+1, rs.snapEnd)}
+		}
+	}
+	rs.win = nil
+	if sum := sumBalances(rs.bal); sum != 0 {
+		return &CorruptError{Key: key, FirstTx: TxID(rs.snapshot + 1), LastTx: TxID(rs.snapEnd),
+			Reason: fmt.Sprintf("balances sum to %d after replaying snapshot %d through tx %d", sum, rs.snapshot, rs.snapEnd)}
+	}
+	return nil
+}
+
+// subInt64 returns a-b and whether it did not overflow.
+func subInt64(a, b int64) (int64, bool) {
+	s := a - b
+	return s, (a^b)&(a^s) >= 0
 }
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }

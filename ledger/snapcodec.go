@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync/atomic"
 )
 
 // snapChunkAccounts is how many balances one snapshot chunk holds.
@@ -26,22 +27,45 @@ func encodeBalanceChunk(dst []byte, first uint64, bal []int64) []byte {
 	return sealRecord(dst)
 }
 
+// encodeBalanceChunkFrom is encodeBalanceChunk reading the balances with
+// atomic loads: the persister encodes straight from the readable balances
+// while the Snapshotter keeps storing them (a fuzzy snapshot).
+func encodeBalanceChunkFrom(dst []byte, first uint64, bal []atomic.Int64) []byte {
+	dst = dst[:0]
+	dst = binary.LittleEndian.AppendUint64(dst, first)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(bal)))
+	for i := range bal {
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(bal[i].Load()))
+	}
+	return sealRecord(dst)
+}
+
+// openBalanceChunk checks a chunk against the account it must start at and
+// the number of accounts, and returns its balances' bytes (8 per balance).
+func openBalanceChunk(val []byte, wantFirst, accounts uint64) ([]byte, error) {
+	b, err := openRecord(val)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 12 {
+		return nil, fmt.Errorf("chunk of %d bytes", len(b))
+	}
+	first, n := binary.LittleEndian.Uint64(b), uint64(binary.LittleEndian.Uint32(b[8:]))
+	if first != wantFirst || uint64(len(b)-12) != 8*n || first > accounts || n > accounts-first {
+		return nil, fmt.Errorf("chunk header first=%d count=%d, want first=%d", first, n, wantFirst)
+	}
+	return b[12:], nil
+}
+
 // decodeBalanceChunk checks a chunk and copies its balances into bal at
 // their accounts.
 func decodeBalanceChunk(val []byte, wantFirst uint64, bal []int64) error {
-	b, err := openRecord(val)
+	b, err := openBalanceChunk(val, wantFirst, uint64(len(bal)))
 	if err != nil {
 		return err
 	}
-	if len(b) < 12 {
-		return fmt.Errorf("chunk of %d bytes", len(b))
-	}
-	first, n := binary.LittleEndian.Uint64(b), uint64(binary.LittleEndian.Uint32(b[8:]))
-	if first != wantFirst || uint64(len(b)-12) != 8*n || first > uint64(len(bal)) || n > uint64(len(bal))-first {
-		return fmt.Errorf("chunk header first=%d count=%d, want first=%d", first, n, wantFirst)
-	}
-	for i := uint64(0); i < n; i++ {
-		bal[first+i] = int64(binary.LittleEndian.Uint64(b[12+8*i:]))
+	for i := 0; i < len(b)/8; i++ {
+		bal[wantFirst+uint64(i)] = int64(binary.LittleEndian.Uint64(b[8*i:]))
 	}
 	return nil
 }

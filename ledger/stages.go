@@ -12,6 +12,9 @@ const (
 	transactorRun = 4096
 	// snapshotterRun bounds the records the Snapshotter applies per iteration.
 	snapshotterRun = 4096
+	// touchAhead is how many requests the Transactor touches (loads their
+	// overlay and readable lines) before executing them.
+	touchAhead = 64
 	// walMaxBytes bounds one WAL batch value, well under half the memtable
 	// (pebble hands larger batches over as whole memtables).
 	walMaxBytes = 8 << 20
@@ -25,16 +28,23 @@ const (
 // parked neighbour sees the work; after consuming, so that a producer blocked
 // on a full ring gets the CPU back promptly.
 
-// runTransactor is the single writer of the working balances.
+// runTransactor is the single writer of the working balances (the overlay
+// over the readable balances, see overlay.go).
 func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 	defer l.wg.Done()
 	defer func() { l.txDone.Store(true); l.pm.Wake() }()
 	reqs := make([]request, min(transactorRun, l.cfg.RingSize))
 	next := l.base
 	var cnt outcomeCounts // this run's outcomes, added to l.outcomes once per run
-	var bo backoff
+	var bo, obo backoff
+	off, pend := 0, 0 // reqs[off:off+pend] were popped but did not fit the overlay
+	snapshot := l.snapshot.Load
 	for {
-		out := l.toWAL.Reserve(len(reqs))
+		want := len(reqs)
+		if pend > 0 {
+			want = pend
+		}
+		out := l.toWAL.Reserve(want)
 		if len(out) == 0 { // back pressure: the WAL is behind
 			if l.halted() {
 				return
@@ -43,24 +53,58 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 			continue
 		}
 		bo = backoff{}
-		_, n := l.seq.TryPopN(reqs[:len(out)])
-		if n == 0 {
-			if l.stopping.Load() && l.seq.Len() == 0 {
+		n := pend
+		if pend == 0 {
+			off = 0
+			_, n = l.seq.TryPopN(reqs[:len(out)])
+			if n == 0 {
+				if l.stopping.Load() && l.seq.Len() == 0 {
+					return
+				}
+				if l.halted() || !st.OnEmpty() {
+					return
+				}
+				continue
+			}
+		}
+		n = min(n, len(out))
+		st.OnWork()
+		if next-1-x.ov.lastSweep >= overlayForcedSweep {
+			x.ov.sweep(snapshot())
+		}
+		ts := l.now()
+		k := 0
+		for ; k < n; k++ {
+			if k%touchAhead == 0 {
+				x.touch(reqs[off+k : off+min(k+touchAhead, n)])
+			}
+			r := &reqs[off+k]
+			if !x.ov.room(x.entriesBound(r), snapshot, next+uint64(k)-1) {
+				break // publish what ran; the rest waits for the Snapshotter
+			}
+			x.execute(r, next+uint64(k), ts, &out[k])
+			cnt[out[k].kind][out[k].fail]++
+			*r = request{} // drop references to legs and waiters
+		}
+		if pend > 0 {
+			pend -= k
+		} else {
+			pend = n - k
+		}
+		off += k
+		if x.ov.sweeps != l.ovSweeps.Load() { // this goroutine is its only writer
+			l.ovSweeps.Store(x.ov.sweeps)
+		}
+		if k == 0 { // the overlay is full of unapplied transactions
+			l.ovWaits.Add(1)
+			if l.halted() {
 				return
 			}
-			if l.halted() || !st.OnEmpty() {
-				return
-			}
+			obo.wait()
 			continue
 		}
-		st.OnWork()
-		ts := l.now()
-		for i := range n {
-			x.execute(&reqs[i], next+uint64(i), ts, &out[i])
-			cnt[out[i].kind][out[i].fail]++
-			reqs[i] = request{} // drop references to legs and waiters
-		}
-		next += uint64(n)
+		obo = backoff{}
+		next += uint64(k)
 		l.addOutcomes(&cnt) // before Computed: Stats sees counts >= the index
 		l.computed.Store(next - 1)
 		l.waits[Computed].release(TxID(next - 1))
@@ -68,8 +112,8 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 		// the WAL stage, whose Advance clears the slots, so reading a
 		// record's waiter after Commit could find it zeroed and lose the
 		// delivery (seen as a SubmitAndWait(Computed) that never returned).
-		deliver(out[:n], Computed)
-		l.toWAL.Commit(n)
+		deliver(out[:k], Computed)
+		l.toWAL.Commit(k)
 		l.pm.Wake()
 	}
 }
@@ -165,7 +209,7 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 }
 
 // runSnapshotter applies committed entries to the readable balances and
-// hands a copy of them to the persister every SnapshotEvery transactions,
+// has the persister write them every SnapshotEvery transactions,
 // and when a Snapshot call asks for one (snapWant above the last snapshot
 // taken).
 func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
@@ -192,6 +236,10 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 			continue
 		}
 		st.OnWork()
+		last := recs[len(recs)-1].id
+		// Before any balance store of the batch: a persister that reads
+		// one of them and then loads applying sees at least last.
+		l.applying.Store(last)
 		for i := range recs {
 			r := &recs[i]
 			// The resulting balance is stored, not added: a single atomic
@@ -204,7 +252,6 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 				refs.push(refEntry{id: r.id, ref: r.userRef})
 			}
 		}
-		last := recs[len(recs)-1].id
 		applied = last
 		l.snapshot.Store(last)
 		l.waits[Snapshot].release(TxID(last))
@@ -223,18 +270,15 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 	}
 }
 
-// takeSnapshot copies the readable balances and the dedup window as of tx
-// id at into the spare buffer and hands it to the persister; false if the
-// persister still holds the buffer. Copying 8 bytes per account stalls the
-// Snapshotter briefly; encoding and the synced write happen in the
-// persister.
+// takeSnapshot hands the persister a snapshot started after tx id at (the
+// Snapshotter has applied everything up to it) with the dedup window as of
+// at; false if the persister is still writing the previous one. Nothing is
+// copied: the persister reads the readable balances while the Snapshotter
+// goes on applying (a fuzzy snapshot, see recoverState).
 func (l *Ledger) takeSnapshot(at uint64, refs *refWindow) bool {
 	s := l.spare.Swap(nil)
 	if s == nil {
 		return false
-	}
-	for i := range s.bal {
-		s.bal[i] = l.readable[i].Load()
 	}
 	refs.trim(at+1, nil)
 	s.txID, s.refs = at, refs.entries()
@@ -250,7 +294,11 @@ func (l *Ledger) runPersister() {
 	var buf []byte
 	for s := range l.persistCh {
 		var err error
-		buf, err = writeSnapshot(l.db, &l.cfg, s, buf)
+		var hook func(uint32)
+		if h := l.snapHook.Load(); h != nil {
+			hook = *h
+		}
+		buf, err = writeSnapshot(l.db, &l.cfg, s, l.readable, l.applying.Load, hook, buf)
 		if err != nil {
 			l.fail(err)
 		} else {

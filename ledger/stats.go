@@ -51,6 +51,12 @@ type Stats struct {
 	// SnapshotTx is the transaction covered by the newest durable snapshot:
 	// the one written last, or the one recovery loaded; 0 if none.
 	SnapshotTx TxID
+	// OverlaySweeps is the number of times the Transactor swept its
+	// overlay of working balances (see docs/ledger.md) since Open;
+	// OverlayWaits the number of times it found the overlay full of
+	// transactions the Snapshotter had not applied yet and waited (back
+	// pressure; zero at the default sizes unless composites are large).
+	OverlaySweeps, OverlayWaits uint64
 	// Pressure is the pressure manager's snapshot: its Level (Idle, Low,
 	// High), how often stages parked (Parks), were woken (Unparks) and
 	// yielded (Yields). The ledger registers three stages: the
@@ -94,6 +100,8 @@ func (l *Ledger) Stats() Stats {
 	s.Snapshots = l.snapshots.Load()
 	s.SnapshotTx = TxID(l.persisted.Load())
 	s.Syncs = s.WALBatches + s.Snapshots
+	s.OverlaySweeps = l.ovSweeps.Load()
+	s.OverlayWaits = l.ovWaits.Load()
 	s.Pressure = l.pm.Stats()
 	return s
 }

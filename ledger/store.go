@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -20,7 +21,10 @@ func (quietLogger) Fatalf(format string, args ...any) {
 	pebble.DefaultLogger.Fatalf(format, args...)
 }
 
-func openDB(cfg *Config) (*pebble.DB, error) {
+// openDB opens the directory and checks its meta record. old is the meta
+// record of a format 1 directory, which Open rewrites once it recovered; nil
+// for a current one.
+func openDB(cfg *Config) (db *pebble.DB, old *meta, err error) {
 	opts := &pebble.Options{
 		FS:     cfg.FS,
 		Logger: quietLogger{},
@@ -32,56 +36,64 @@ func openDB(cfg *Config) (*pebble.DB, error) {
 	// CPU, not disk, is what two cores run out of; WAL values live only
 	// until retention deletes them and are read only by recovery.
 	opts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
-	db, err := pebble.Open(cfg.Dir, opts)
+	db, err = pebble.Open(cfg.Dir, opts)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: open %s: %w", cfg.Dir, err)
+		return nil, nil, fmt.Errorf("ledger: open %s: %w", cfg.Dir, err)
 	}
-	if err := checkMeta(db, cfg); err != nil {
+	if old, err = checkMeta(db, cfg); err != nil {
 		db.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return db, nil
+	return db, old, nil
+}
+
+// writeMeta writes the meta record of the current format, synced.
+func writeMeta(db *pebble.DB, cfg *Config, created int64) error {
+	rec, err := encodeMsgpack(meta{FormatVersion: formatVersion, MaxAccounts: cfg.MaxAccounts,
+		Fingerprint: fingerprint(cfg.MaxAccounts), CreatedUnixNs: created})
+	if err != nil {
+		return err
+	}
+	if err := db.Set(metaKey, rec, pebble.Sync); err != nil {
+		return fmt.Errorf("ledger: write meta: %w", err)
+	}
+	return nil
 }
 
 // checkMeta writes the meta record of a new directory, or checks that an
-// existing one matches cfg.
-func checkMeta(db *pebble.DB, cfg *Config) error {
+// existing one matches cfg; old is the meta record of a format 1 directory.
+func checkMeta(db *pebble.DB, cfg *Config) (old *meta, err error) {
 	val, closer, err := db.Get(metaKey)
 	if errors.Is(err, pebble.ErrNotFound) {
 		if nonEmpty, err := hasKeys(db); err != nil || nonEmpty {
 			if err == nil {
 				err = &CorruptError{Key: metaKey, Reason: "meta record missing from a non-empty directory"}
 			}
-			return err
+			return nil, err
 		}
-		rec, err := encodeMsgpack(meta{FormatVersion: formatVersion, MaxAccounts: cfg.MaxAccounts,
-			Fingerprint: fingerprint(cfg.MaxAccounts), CreatedUnixNs: time.Now().UnixNano()})
-		if err != nil {
-			return err
-		}
-		if err := db.Set(metaKey, rec, pebble.Sync); err != nil {
-			return fmt.Errorf("ledger: write meta: %w", err)
-		}
-		return nil
+		return nil, writeMeta(db, cfg, time.Now().UnixNano())
 	}
 	if err != nil {
-		return fmt.Errorf("ledger: read meta: %w", err)
+		return nil, fmt.Errorf("ledger: read meta: %w", err)
 	}
 	m, err := decodeMeta(val)
 	closer.Close()
 	if err != nil {
-		return &CorruptError{Key: metaKey, Reason: err.Error()}
+		return nil, &CorruptError{Key: metaKey, Reason: err.Error()}
 	}
-	if m.FormatVersion != formatVersion {
-		return fmt.Errorf("%w: format version %d, this build reads %d", ErrIncompatible, m.FormatVersion, formatVersion)
+	if !readableFormat(m.FormatVersion) {
+		return nil, fmt.Errorf("%w: format version %d, this build reads %d and %d", ErrIncompatible, m.FormatVersion, formatVersionV1, formatVersion)
 	}
 	if m.MaxAccounts != cfg.MaxAccounts {
-		return fmt.Errorf("%w: created with MaxAccounts %d, opened with %d", ErrIncompatible, m.MaxAccounts, cfg.MaxAccounts)
+		return nil, fmt.Errorf("%w: created with MaxAccounts %d, opened with %d", ErrIncompatible, m.MaxAccounts, cfg.MaxAccounts)
 	}
-	if m.Fingerprint != fingerprint(cfg.MaxAccounts) {
-		return fmt.Errorf("%w: config fingerprint %08x, want %08x", ErrIncompatible, m.Fingerprint, fingerprint(cfg.MaxAccounts))
+	if want := fingerprintOf(m.FormatVersion, cfg.MaxAccounts); m.Fingerprint != want {
+		return nil, fmt.Errorf("%w: config fingerprint %08x, want %08x", ErrIncompatible, m.Fingerprint, want)
 	}
-	return nil
+	if m.FormatVersion != formatVersion {
+		return &m, nil
+	}
+	return nil, nil
 }
 
 func hasKeys(db *pebble.DB) (bool, error) {
@@ -129,37 +141,49 @@ func readResult(db *pebble.DB, id uint64) (Result, error) {
 	}
 }
 
-// snapshotData is the state handed from the Snapshotter to the persister.
+// snapshotData is what the Snapshotter hands the persister: the id S0 of
+// the last transaction it had applied and the dedup window as of S0. The
+// balances are not copied: the persister reads them from the readable
+// balances while the Snapshotter keeps applying.
 type snapshotData struct {
 	txID uint64
-	bal  []int64
 	refs []refEntry
 }
 
-// writeSnapshot persists s, then deletes snapshots older than the previous
-// one and the WAL below s.txID-retention.
+// writeSnapshot persists a fuzzy snapshot of bal, started after transaction
+// s.txID (every balance is at least that new), then deletes snapshots older
+// than the previous one and the WAL below s.txID-retention. end is called
+// once every chunk is read and returns an id S1 >= every transaction whose
+// resulting balance a chunk may hold, already durable in the WAL; the
+// manifest records (s.txID, S1] as TxID and TxEnd. hook, if not nil, runs
+// after each chunk is written (tests use it to crash or to let transactions
+// stream in mid-snapshot).
 //
 // Each chunk is its own unsynced pebble write, so the WAL stage's synced
 // commits interleave with them instead of queueing behind one large write.
 // The manifest goes last, with Sync: pebble's log is sequential, so when that
 // sync returns every chunk is durable too. A crash before it leaves chunks
 // without a manifest, which recovery ignores and prune later deletes.
-func writeSnapshot(db *pebble.DB, cfg *Config, s *snapshotData, buf []byte) ([]byte, error) {
-	n := (uint64(len(s.bal)) + snapChunkAccounts - 1) / snapChunkAccounts
+func writeSnapshot(db *pebble.DB, cfg *Config, s *snapshotData, bal []atomic.Int64, end func() uint64, hook func(chunk uint32), buf []byte) ([]byte, error) {
+	n := (uint64(len(bal)) + snapChunkAccounts - 1) / snapChunkAccounts
 	for i := uint64(0); i < n; i++ {
-		lo, hi := i*snapChunkAccounts, min((i+1)*snapChunkAccounts, uint64(len(s.bal)))
-		buf = encodeBalanceChunk(buf, lo, s.bal[lo:hi])
+		lo, hi := i*snapChunkAccounts, min((i+1)*snapChunkAccounts, uint64(len(bal)))
+		buf = encodeBalanceChunkFrom(buf, lo, bal[lo:hi])
 		if err := db.Set(chunkKey(s.txID, uint32(i)), buf, pebble.NoSync); err != nil {
 			return buf, fmt.Errorf("ledger: write snapshot %d: %w", s.txID, err)
 		}
+		if hook != nil {
+			hook(uint32(i))
+		}
 	}
+	s1 := max(end(), s.txID)
 	b := db.NewBatch()
 	defer b.Close()
 	if err := b.Set(chunkKey(s.txID, refsChunk), encodeRefsChunk(s.refs), nil); err != nil {
 		return buf, err
 	}
 	man, err := encodeMsgpack(manifest{
-		FormatVersion: formatVersion, TxID: s.txID, MaxAccounts: uint64(len(s.bal)),
+		FormatVersion: formatVersion, TxID: s.txID, TxEnd: s1, MaxAccounts: uint64(len(bal)),
 		ChunkAccounts: snapChunkAccounts, Chunks: uint32(n), DedupWindow: cfg.DedupWindow,
 		Refs: uint64(len(s.refs)), CreatedUnixNs: time.Now().UnixNano(),
 	})

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -64,8 +65,11 @@ func verifyFS(fs vfs.FS, dir string) (*VerifyReport, error) {
 	if err := v.scan(db); err != nil {
 		return nil, err
 	}
+	for _, s := range v.active {
+		v.finding(idKey(prefixSnapshot, s.id), s.id+1, s.end, "the WAL ends at tx %d, inside snapshot %d's window up to tx %d", v.last, s.id, s.end)
+	}
 	for _, s := range v.snaps[v.next:] {
-		v.finding(idKey(prefixSnapshot, s.id), s.id, s.id, "snapshot is newer than the WAL")
+		v.finding(idKey(prefixSnapshot, s.id), s.id, s.end, "snapshot is newer than the WAL")
 	}
 	if v.nKnown == uint64(len(v.bal)) {
 		var sum int64
@@ -84,10 +88,17 @@ func verifyFS(fs vfs.FS, dir string) (*VerifyReport, error) {
 }
 
 type snapState struct {
-	id   uint64
+	id   uint64 // S0
+	end  uint64 // S1 (TxEnd); id for an exact snapshot
 	bal  []int64
 	refs []refEntry
 	rep  int // index in VerifyReport.Snapshots
+	// While the replay is in (id, end]: accounts whose chunk value was not
+	// their replayed balance at id, and must be one of their resulting
+	// balances in the window; and whether the snapshot can still be
+	// Replayed (the replay knew every balance at id).
+	pending  map[uint64]int64
+	complete bool
 }
 
 // verifier replays the WAL tracking which balances are known: all of them
@@ -101,6 +112,12 @@ type verifier struct {
 	last   uint64 // last transaction replayed
 	snaps  []snapState
 	next   int // first snapshot not yet reached by the replay
+	// active are the fuzzy snapshots whose window the replay is in.
+	active []*snapState
+	// anchored holds the chunk values of accounts whose balance the replay
+	// learned from a fuzzy snapshot, until their first entry in its window:
+	// that entry sets the balance (the chunk may be newer than id).
+	anchored map[uint64]int64
 }
 
 func (v *verifier) finding(key []byte, first, last uint64, format string, args ...any) {
@@ -128,43 +145,73 @@ func (v *verifier) loadSnapshots(db *pebble.DB) error {
 		return err
 	}
 	defer it.Close()
-	cfg := &Config{MaxAccounts: v.rep.MaxAccounts, DedupWindow: DefaultDedupWindow}
 	for ok := it.First(); ok; ok = it.Next() {
 		id, ok := parseIDKey(prefixSnapshot, it.Key())
 		if !ok {
 			v.finding(it.Key(), 0, 0, "malformed snapshot key")
 			continue
 		}
-		rs := &recovered{}
 		v.rep.Snapshots = append(v.rep.Snapshots, SnapshotCheck{TxID: TxID(id)})
-		if err := loadSnapshot(db, cfg, id, it.Value(), rs); err != nil {
+		bal := make([]int64, v.rep.MaxAccounts)
+		info, err := readSnapshot(db, v.rep.MaxAccounts, id, it.Value(), func(first uint64, raw []byte) {
+			for i := 0; i < len(raw)/8; i++ {
+				bal[first+uint64(i)] = int64(binary.LittleEndian.Uint64(raw[8*i:]))
+			}
+		})
+		if err != nil {
 			v.finding(it.Key(), id, id, "snapshot: %v", err)
 			continue
 		}
 		v.rep.Snapshots[len(v.rep.Snapshots)-1].Valid = true
-		v.snaps = append(v.snaps, snapState{id: id, bal: rs.bal, refs: rs.dedup.fifo.entries(), rep: len(v.rep.Snapshots) - 1})
+		v.snaps = append(v.snaps, snapState{id: id, end: info.end, bal: bal, refs: info.refs, rep: len(v.rep.Snapshots) - 1})
 	}
 	return it.Error()
 }
 
+// coveredTo is the highest transaction a valid snapshot proves was synced.
+func (v *verifier) coveredTo() uint64 {
+	var c uint64
+	for _, s := range v.snaps {
+		c = max(c, s.end)
+	}
+	return c
+}
+
 // reachSnapshots compares every snapshot up to the replayed transaction
-// with the replay, and adopts its balances where the replay knows none.
+// with the replay, and adopts its balances where the replay knows none. An
+// exact snapshot must equal the replay; a fuzzy one opens a window (id, end]
+// in which every differing chunk value must turn up as a resulting balance.
 func (v *verifier) reachSnapshots(refOf func(uint64) (uint64, bool)) {
 	for ; v.next < len(v.snaps) && v.snaps[v.next].id <= v.last; v.next++ {
 		s := &v.snaps[v.next]
 		if s.id < v.last {
 			continue // before the retained WAL, or inside a damaged stretch
 		}
-		complete := v.nKnown == uint64(len(v.bal))
+		s.complete = v.nKnown == uint64(len(v.bal))
+		fuzzy := s.end > s.id
 		mismatch := 0
 		for a, b := range s.bal {
-			if v.known[a] && v.bal[a] != b {
+			switch {
+			case !v.known[a]:
+				if fuzzy {
+					if v.anchored == nil {
+						v.anchored = map[uint64]int64{}
+					}
+					v.anchored[uint64(a)] = b
+				}
+				v.learn(uint64(a), b)
+			case v.bal[a] == b:
+			case fuzzy:
+				if s.pending == nil {
+					s.pending = map[uint64]int64{}
+				}
+				s.pending[uint64(a)] = b
+			default:
 				if mismatch == 0 {
 					v.finding(idKey(prefixSnapshot, s.id), s.id, s.id, "account %d is %d in the snapshot, %d in the WAL replay", a, b, v.bal[a])
 				}
 				mismatch++
 			}
-			v.learn(uint64(a), b)
 		}
 		for _, r := range s.refs {
 			if ref, ok := refOf(r.id); ok && ref != r.ref {
@@ -172,7 +219,56 @@ func (v *verifier) reachSnapshots(refOf func(uint64) (uint64, bool)) {
 				break
 			}
 		}
-		v.rep.Snapshots[s.rep].Replayed = complete && mismatch == 0
+		if fuzzy {
+			v.active = append(v.active, s)
+			continue
+		}
+		v.rep.Snapshots[s.rep].Replayed = s.complete && mismatch == 0
+	}
+}
+
+// windowEntry checks entry e of transaction id against the open windows.
+// It returns false if the entry's balance must not be checked against the
+// replay (the account's value came from a fuzzy chunk).
+func (v *verifier) windowEntry(e Entry) (check bool) {
+	check = true
+	if c, ok := v.anchored[e.Account]; ok {
+		delete(v.anchored, e.Account)
+		check = false
+		if prev, ok := subInt64(e.Balance, e.Delta); !ok || (c != prev && c != e.Balance) {
+			for _, s := range v.active {
+				if s.pending == nil {
+					s.pending = map[uint64]int64{}
+				}
+				s.pending[e.Account] = c
+			}
+		}
+	}
+	for _, s := range v.active {
+		if c, ok := s.pending[e.Account]; ok && c == e.Balance {
+			delete(s.pending, e.Account)
+		}
+	}
+	return check
+}
+
+// closeWindows ends the windows the replay has passed.
+func (v *verifier) closeWindows() {
+	keep := v.active[:0]
+	for _, s := range v.active {
+		if s.end > v.last {
+			keep = append(keep, s)
+			continue
+		}
+		for a, c := range s.pending {
+			v.finding(idKey(prefixSnapshot, s.id), s.id+1, s.end, "account %d is %d in the snapshot, never its balance in txs %d..%d of the WAL replay", a, c, s.id+1, s.end)
+			break
+		}
+		v.rep.Snapshots[s.rep].Replayed = s.complete && len(s.pending) == 0
+	}
+	v.active = keep
+	if len(v.active) == 0 {
+		v.anchored = nil // untouched in the window: the chunk value is exact
 	}
 }
 
@@ -213,9 +309,9 @@ func (v *verifier) scan(db *pebble.DB) error {
 			if ierr := it.Error(); ierr != nil {
 				return ierr
 			}
-			if n := len(v.snaps); n > 0 && kok && v.snaps[n-1].id >= first {
+			if c := v.coveredTo(); kok && c >= first {
 				// A snapshot proves it was synced: damage, as Open says.
-				v.finding(key, first, v.snaps[n-1].id, "%v (covered by snapshot %d, so not a torn write)", err, v.snaps[n-1].id)
+				v.finding(key, first, c, "%v (covered by a snapshot up to tx %d, so not a torn write)", err, c)
 				return nil
 			}
 			v.rep.TornTail = key
@@ -227,6 +323,7 @@ func (v *verifier) scan(db *pebble.DB) error {
 		}
 		v.finding(key, first, next-1, "%v", err)
 		v.forget()
+		v.anchored = nil
 		expect, v.last = next, next-1
 		it.Prev()
 	}
@@ -262,6 +359,7 @@ func (v *verifier) batch(b *batchReader, t *walTx, expect uint64, key []byte, wa
 		v.finding(key, expect, b.first-1, "WAL batch starts at tx %d, want %d", b.first, expect)
 		if b.first > expect {
 			v.forget()
+			v.anchored = nil
 		}
 		v.last = b.first - 1
 	}
@@ -278,7 +376,8 @@ func (v *verifier) batch(b *batchReader, t *walTx, expect uint64, key []byte, wa
 				v.finding(key, t.id, t.id, "account %d out of range", e.Account)
 				continue
 			}
-			if v.known[e.Account] {
+			check := len(v.active) == 0 || v.windowEntry(e)
+			if check && v.known[e.Account] {
 				if nb, ok := addInt64(v.bal[e.Account], e.Delta); !ok || nb != e.Balance {
 					v.finding(key, t.id, t.id, "account %d balance %d%+d recorded as %d", e.Account, v.bal[e.Account], e.Delta, e.Balance)
 				}
@@ -294,6 +393,9 @@ func (v *verifier) batch(b *batchReader, t *walTx, expect uint64, key []byte, wa
 		}
 		v.last = t.id
 		v.rep.LastTx = TxID(t.id)
+		if len(v.active) > 0 {
+			v.closeWindows()
+		}
 		if v.next < len(v.snaps) && v.snaps[v.next].id <= t.id {
 			v.reachSnapshots(refOf)
 		}

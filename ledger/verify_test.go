@@ -144,13 +144,11 @@ func TestVerifyFindsWrongSnapshot(t *testing.T) {
 	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALRetention: -1}
 	fillLedger(t, cfg, 100)
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
-		var bal []int64
 		r, err := recoverState(db, &Config{MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
 		require.NoError(t, err)
-		bal = r.bal
-		bal[1]--
-		bal[2]++
-		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, bal: bal, refs: r.refs}, nil)
+		r.bal[1].Add(-1)
+		r.bal[2].Add(1)
+		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs}, r.bal, func() uint64 { return 100 }, nil, nil)
 		require.NoError(t, err)
 	})
 	rep, err := Verify(cfg.Dir)

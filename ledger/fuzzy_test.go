@@ -1,0 +1,404 @@
+package ledger
+
+import (
+	"context"
+	"encoding/binary"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// fuzzyAccounts spans three snapshot chunks.
+const fuzzyAccounts = 3 * snapChunkAccounts
+
+// fuzzyOps are transactions touching accounts in all three chunks, with
+// UserRefs from ref on (every fourth op resubmits an earlier ref).
+func fuzzyOps(rng *rand.Rand, n int, ref uint64) []Op {
+	hot := []uint64{5, 6, snapChunkAccounts + 7, 2*snapChunkAccounts + 9, fuzzyAccounts - 1}
+	ops := make([]Op, n)
+	for i := range ops {
+		a, b := hot[rng.IntN(len(hot))], hot[rng.IntN(len(hot))]
+		r := ref + uint64(i)
+		switch {
+		case i%4 == 3:
+			ops[i] = Deposit{Account: a, Amount: 1, UserRef: r - 3} // a Duplicate
+		case a == b || i%2 == 0:
+			ops[i] = Deposit{Account: a, Amount: 100 + uint64(i), UserRef: r}
+		default:
+			ops[i] = Transfer{From: a, To: b, Amount: 7, UserRef: r}
+		}
+	}
+	return ops
+}
+
+// submitAcked submits ops one by one, waits for each to be Committed and
+// returns the acknowledged results.
+func submitAcked(t *testing.T, l *Ledger, ops []Op) []Result {
+	t.Helper()
+	out := make([]Result, len(ops))
+	for i, op := range ops {
+		r, err := l.SubmitAndWait(context.Background(), op, Committed)
+		require.NoError(t, err)
+		out[i] = r
+	}
+	return out
+}
+
+// checkRecovered opens cfg and checks that it holds exactly the acked
+// results, the given balances (nil: skip) and the dedup window (every acked
+// non-duplicate UserRef resubmitted is a Duplicate naming its original);
+// then Verify is clean. It returns what recovery reported.
+func checkRecovered(t *testing.T, cfg Config, acks []Result, bal []int64) recoveryInfo {
+	t.Helper()
+	l, err := Open(cfg)
+	require.NoError(t, err)
+	rec := l.recovered
+	for _, want := range acks {
+		got, err := l.Result(want.ID)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	}
+	for a, b := range bal {
+		got, err := l.Balance(uint64(a))
+		require.NoError(t, err)
+		require.Equal(t, b, got, "account %d", a)
+	}
+	var sum int64
+	for a := range cfg.MaxAccounts {
+		b, _ := l.Balance(a)
+		sum += b
+	}
+	require.Zero(t, sum)
+	orig := map[uint64]TxID{}
+	for _, r := range acks {
+		if r.UserRef != 0 && r.Fail != Duplicate {
+			orig[r.UserRef] = r.ID
+		}
+	}
+	for ref, id := range orig {
+		r, err := l.SubmitAndWait(context.Background(), Deposit{Account: 1, Amount: 1, UserRef: ref}, Computed)
+		require.NoError(t, err)
+		require.Equal(t, Duplicate, r.Fail, "ref %d", ref)
+		require.Equal(t, id, r.DupOf, "ref %d", ref)
+	}
+	require.NoError(t, l.Close())
+	rep, err := verifyFS(cfg.FS, cfg.Dir)
+	require.NoError(t, err)
+	for _, s := range rep.Snapshots {
+		require.True(t, s.Valid, "%+v", s)
+	}
+	return rec
+}
+
+// TestFuzzySnapshotWhileStreaming holds the persister after the first
+// chunk of a requested snapshot while transactions touching every chunk
+// stream in and are applied, so the snapshot's chunks hold balances from
+// both sides of its start. The directory recovers exactly (balances,
+// results, dedup) after a clean reopen and from crash clones taken in the
+// middle of the snapshot and right after it became durable.
+func TestFuzzySnapshotWhileStreaming(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	cfg := Config{Dir: "ledger", FS: mem, MaxAccounts: fuzzyAccounts, SnapshotEvery: -1, DedupWindow: 1 << 12}
+	l, err := Open(cfg)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(3, 4))
+	ref := uint64(1)
+	acks := submitAcked(t, l, fuzzyOps(rng, 200, ref))
+	ref += 200
+
+	reached, resume := make(chan struct{}), make(chan struct{})
+	hook := func(chunk uint32) {
+		if chunk == 0 {
+			reached <- struct{}{}
+			<-resume
+		}
+	}
+	l.snapHook.Store(&hook)
+	snapDone := make(chan TxID, 1)
+	go func() {
+		id, err := l.Snapshot(context.Background())
+		if err != nil {
+			id = 0
+		}
+		snapDone <- id
+	}()
+	<-reached
+	s0 := l.snapshot.Load() // nothing was submitted since the request
+	// Stream while chunk 0 is written and chunks 1 and 2 are not read yet.
+	during := submitAcked(t, l, fuzzyOps(rng, 300, ref))
+	ref += 300
+	acks = append(acks, during...)
+	require.NoError(t, l.Wait(context.Background(), during[len(during)-1].ID, Snapshot))
+	midAcks := append([]Result(nil), acks...)
+	mid := []*vfs.MemFS{mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0}), mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))})}
+	close(resume)
+	id := <-snapDone
+	require.Equal(t, TxID(s0), id, "the snapshot starts where the Snapshotter stood")
+	l.snapHook.Store(nil)
+	postAcks := append([]Result(nil), acks...)
+	post := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	acks = append(acks, submitAcked(t, l, fuzzyOps(rng, 100, ref))...)
+	want := make([]int64, fuzzyAccounts)
+	for a := range want {
+		want[a], _ = l.Balance(uint64(a))
+	}
+	require.NoError(t, l.Close())
+
+	// The manifest records the window, and the chunks really are fuzzy:
+	// chunk 0 was read before the streamed transactions, chunk 2 after.
+	var m manifest
+	var c0, c2 []int64
+	withMemDB(t, mem, cfg.Dir, func(db *pebble.DB) {
+		v, closer, err := db.Get(idKey(prefixSnapshot, uint64(s0)))
+		require.NoError(t, err)
+		m, err = decodeManifest(v)
+		closer.Close()
+		require.NoError(t, err)
+		c0, c2 = readChunk(t, db, uint64(s0), 0), readChunk(t, db, uint64(s0), 2)
+	})
+	require.Equal(t, uint64(s0), m.TxID)
+	require.GreaterOrEqual(t, m.TxEnd, uint64(during[len(during)-1].ID), "window covers the streamed transactions")
+	atS0, atS1 := balancesAt(acks, uint64(s0)), balancesAt(acks, m.TxEnd)
+	require.Equal(t, atS0[5], c0[5], "chunk 0 read before the stream")
+	require.NotEqual(t, atS1[5], c0[5], "and account 5 changed during the copy")
+	last := fuzzyAccounts - 1
+	require.Equal(t, atS1[last], c2[last-2*snapChunkAccounts], "chunk 2 read after the stream")
+	require.NotEqual(t, atS0[last], atS1[last])
+
+	rec := checkRecovered(t, cfg, acks, want)
+	require.Equal(t, uint64(s0), rec.snapshot)
+	require.Equal(t, m.TxEnd, rec.snapEnd)
+	require.Equal(t, uint64(acks[len(acks)-1].ID)-uint64(s0), rec.replayed, "replays from S0+1")
+
+	for i, fs := range mid {
+		c := cfg
+		c.FS = fs
+		rec := checkRecovered(t, c, midAcks, nil)
+		require.Zero(t, rec.snapshot, "clone %d: the manifest was not written yet", i)
+	}
+	c := cfg
+	c.FS = post
+	rec = checkRecovered(t, c, postAcks, balancesAt(postAcks, uint64(postAcks[len(postAcks)-1].ID)))
+	require.Equal(t, uint64(s0), rec.snapshot, "the durable fuzzy snapshot is loaded after a crash")
+}
+
+// balancesAt replays acknowledged results up to tx id (they must be all
+// the transactions, in order) into balances.
+func balancesAt(acks []Result, id uint64) []int64 {
+	bal := make([]int64, fuzzyAccounts)
+	for _, r := range acks {
+		if uint64(r.ID) > id {
+			break
+		}
+		for _, e := range r.Entries {
+			bal[e.Account] = e.Balance
+		}
+	}
+	return bal
+}
+
+func readChunk(t *testing.T, db *pebble.DB, snap uint64, i uint32) []int64 {
+	v, closer, err := db.Get(chunkKey(snap, i))
+	require.NoError(t, err)
+	defer closer.Close()
+	raw, err := openBalanceChunk(v, uint64(i)*snapChunkAccounts, fuzzyAccounts)
+	require.NoError(t, err)
+	out := make([]int64, len(raw)/8)
+	for j := range out {
+		out[j] = int64(binary.LittleEndian.Uint64(raw[8*j:]))
+	}
+	return out
+}
+
+func withMemDB(t *testing.T, fs vfs.FS, dir string, f func(db *pebble.DB)) {
+	t.Helper()
+	db, err := pebble.Open(dir, &pebble.Options{FS: fs, Logger: quietLogger{}})
+	require.NoError(t, err)
+	f(db)
+	require.NoError(t, db.Close())
+}
+
+// TestFuzzySnapshotInconsistentRefused: a checksum-valid snapshot whose
+// chunk value was never the account's balance in its window is refused,
+// naming the snapshot, by Open and by Verify.
+func TestFuzzySnapshotInconsistentRefused(t *testing.T) {
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALRetention: -1}
+	fillLedger(t, cfg, 100)
+	withDB(t, cfg.Dir, func(db *pebble.DB) {
+		r, err := recoverState(db, &Config{MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
+		require.NoError(t, err)
+		// Claim the snapshot started at 90 with balances read up to 100;
+		// account 3 gets a value it never had.
+		r.bal[3].Add(1_000_000)
+		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 90}, r.bal, func() uint64 { return 100 }, nil, nil)
+		require.NoError(t, err)
+	})
+	_, err := Open(cfg)
+	var ce *CorruptError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, idKey(prefixSnapshot, 90), ce.Key)
+	rep, err := Verify(cfg.Dir)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Equal(t, idKey(prefixSnapshot, 90), rep.Findings[0].Key)
+	require.Equal(t, []SnapshotCheck{{TxID: 90, Valid: true}}, rep.Snapshots)
+}
+
+// TestFuzzySnapshotWindowConsistent: the same fuzzy claim with the true
+// balances at 100 (every account's value is one of its balances in
+// 91..100) opens to the true state and verifies.
+func TestFuzzySnapshotWindowConsistent(t *testing.T) {
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALRetention: -1}
+	fillLedger(t, cfg, 100)
+	_, wantX, wantBal, err := openState(t, cfg)
+	require.NoError(t, err)
+	withDB(t, cfg.Dir, func(db *pebble.DB) {
+		r, err := recoverState(db, &Config{MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
+		require.NoError(t, err)
+		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 90, refs: nil}, r.bal, func() uint64 { return 100 }, nil, nil)
+		require.NoError(t, err)
+	})
+	rep, err := Verify(cfg.Dir)
+	require.NoError(t, err)
+	require.Equal(t, []SnapshotCheck{{TxID: 90, Valid: true, Replayed: true}}, rep.Snapshots)
+	rec, x, bal, err := openState(t, cfg)
+	require.NoError(t, err)
+	require.Equal(t, uint64(90), rec.snapshot)
+	require.Equal(t, uint64(100), rec.snapEnd)
+	require.Equal(t, wantX, x)
+	require.Equal(t, wantBal, bal)
+}
+
+// TestFormatV1Upgrade: a format 1 directory (exact snapshots, meta version
+// 1) is read by Verify, opens to the same state, and Open rewrites its meta
+// record to the current version.
+func TestFormatV1Upgrade(t *testing.T) {
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALRetention: -1}
+	fillLedger(t, cfg, 100)
+	_, wantX, wantBal, err := openState(t, cfg)
+	require.NoError(t, err)
+	withDB(t, cfg.Dir, func(db *pebble.DB) {
+		r, err := recoverState(db, &Config{MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
+		require.NoError(t, err)
+		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs}, r.bal, func() uint64 { return 100 }, nil, nil)
+		require.NoError(t, err)
+		// Rewrite as format 1: its manifest has no tx_end.
+		type manifestV1 struct {
+			FormatVersion int    `msgpack:"format_version"`
+			TxID          uint64 `msgpack:"tx_id"`
+			MaxAccounts   uint64 `msgpack:"max_accounts"`
+			ChunkAccounts uint64 `msgpack:"chunk_accounts"`
+			Chunks        uint32 `msgpack:"chunks"`
+			DedupWindow   uint64 `msgpack:"dedup_window"`
+			Refs          uint64 `msgpack:"refs"`
+			CreatedUnixNs int64  `msgpack:"created_unix_ns"`
+		}
+		man, err := encodeMsgpack(manifestV1{FormatVersion: 1, TxID: 100, MaxAccounts: 8, ChunkAccounts: snapChunkAccounts, Chunks: 1, DedupWindow: cfg.DedupWindow, Refs: uint64(len(r.refs))})
+		require.NoError(t, err)
+		require.NoError(t, db.Set(idKey(prefixSnapshot, 100), man, pebble.Sync))
+		rec, err := encodeMsgpack(meta{FormatVersion: 1, MaxAccounts: 8, Fingerprint: fingerprintOf(1, 8), CreatedUnixNs: 77})
+		require.NoError(t, err)
+		require.NoError(t, db.Set(metaKey, rec, pebble.Sync))
+	})
+	rep, err := Verify(cfg.Dir)
+	require.NoError(t, err)
+	require.Equal(t, []SnapshotCheck{{TxID: 100, Valid: true, Replayed: true}}, rep.Snapshots)
+	rec, x, bal, err := openState(t, cfg)
+	require.NoError(t, err)
+	require.Equal(t, uint64(100), rec.snapshot)
+	require.Equal(t, uint64(100), rec.snapEnd, "a format 1 snapshot is exact")
+	require.Equal(t, wantX, x)
+	require.Equal(t, wantBal, bal)
+	withDB(t, cfg.Dir, func(db *pebble.DB) {
+		m, err := readMeta(db)
+		require.NoError(t, err)
+		require.Equal(t, formatVersion, m.FormatVersion)
+		require.Equal(t, int64(77), m.CreatedUnixNs)
+	})
+}
+
+// TestMemoryPerAccount: the ledger's memory grows by 8 bytes per account
+// (the readable balances) and nothing else that scales with MaxAccounts:
+// the heap in use after Open with 4M accounts minus that with 1M, divided
+// by 3M, is 8 bytes within a margin. Before the overlay and fuzzy
+// snapshots it was 24.
+func TestMemoryPerAccount(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens ledgers of 1M and 4M accounts")
+	}
+	heapAfterOpen := func(accounts uint64) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		l, err := Open(Config{Dir: t.TempDir(), MaxAccounts: accounts})
+		require.NoError(t, err)
+		_, err = l.SubmitAndWait(context.Background(), Deposit{Account: accounts - 1, Amount: 1}, Snapshot)
+		require.NoError(t, err)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		require.NoError(t, l.Close())
+		return after.HeapInuse - before.HeapInuse
+	}
+	small, large := heapAfterOpen(1<<20), heapAfterOpen(4<<20)
+	perAccount := float64(int64(large)-int64(small)) / float64(3<<20)
+	t.Logf("heap in use after Open: %d B with 1Mi accounts, %d B with 4Mi: %.2f B per account; overlay %d B", small, large, perAccount, overlaySlots(DefaultRingSize)*16)
+	require.InDelta(t, 8, perAccount, 1.5)
+}
+
+// TestFuzzySnapshotAnchorsPrunedWAL: with the WAL before a fuzzy snapshot
+// pruned, the snapshot anchors Verify's replay (an account's first entry in
+// its window sets the balance) and Open recovers the true state from it.
+func TestFuzzySnapshotAnchorsPrunedWAL(t *testing.T) {
+	for _, bad := range []bool{false, true} {
+		fuzzyAnchor(t, bad)
+	}
+}
+
+// fuzzyAnchor is TestFuzzySnapshotAnchorsPrunedWAL; bad gives account 3 a
+// chunk value it never had, which both Verify and Open must report.
+func fuzzyAnchor(t *testing.T, bad bool) {
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALRetention: -1, WALMaxBatch: 8}
+	fillLedger(t, cfg, 100)
+	_, wantX, wantBal, err := openState(t, cfg)
+	require.NoError(t, err)
+	withDB(t, cfg.Dir, func(db *pebble.DB) {
+		r, err := recoverState(db, &Config{MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
+		require.NoError(t, err)
+		if bad {
+			r.bal[3].Add(1_000_000)
+			r.bal[0].Add(-1_000_000)
+		}
+		// Balances read as of 100 for a snapshot started at 90.
+		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 90}, r.bal, func() uint64 { return 100 }, nil, nil)
+		require.NoError(t, err)
+		keys := walKeys(t, db)
+		var cut []byte
+		for _, k := range keys {
+			if first, _ := parseIDKey(prefixWAL, k); first <= 91 {
+				cut = k // the batch holding 91 stays
+			}
+		}
+		require.NoError(t, db.DeleteRange(idKey(prefixWAL, 0), cut, pebble.Sync))
+	})
+	rep, err := Verify(cfg.Dir)
+	if bad {
+		require.ErrorIs(t, err, ErrCorrupt)
+		require.Equal(t, idKey(prefixSnapshot, 90), rep.Findings[0].Key)
+		_, err = Open(cfg)
+		var ce *CorruptError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, idKey(prefixSnapshot, 90), ce.Key)
+		return
+	}
+	require.NoError(t, err)
+	require.Equal(t, []SnapshotCheck{{TxID: 90, Valid: true}}, rep.Snapshots, "anchoring, not compared")
+	require.Greater(t, rep.FirstTx, TxID(1))
+	rec, x, bal, err := openState(t, cfg)
+	require.NoError(t, err)
+	require.Equal(t, uint64(90), rec.snapshot)
+	require.Equal(t, wantX, x)
+	require.Equal(t, wantBal, bal)
+}
