@@ -28,10 +28,13 @@ type pad [128]byte
 
 // Ledger is an open ledger. All methods are safe for concurrent use.
 type Ledger struct {
-	cfg  Config
-	db   *pebble.DB
-	pm   *pressure.Manager
-	base uint64 // id of Sequencer ticket 0
+	cfg Config
+	db  *pebble.DB
+	pm  *pressure.Manager
+	// Stage handles by role, for targeted wakes: a publisher wakes the
+	// stage it feeds, so parked stages downstream stay parked.
+	txStage, walStage, snapStage *pressure.Stage
+	base                         uint64 // id of Sequencer ticket 0
 
 	seq    *ringbuf.MPSC[request]
 	toWAL  *ringbuf.SPSC[txRecord]
@@ -57,6 +60,11 @@ type Ledger struct {
 	waits    [Snapshot + 1]waitList // indexed by Level
 	readable []atomic.Int64         // written by the Snapshotter only; the ledger's one per-account array
 
+	// halt mirrors failedBit on a line of its own: stages poll it on every
+	// empty iteration, and state is written twice by every submit.
+	_        pad
+	halt     atomic.Bool
+	_        pad
 	stopping atomic.Bool // set by Close once no submit is in flight
 	txDone   atomic.Bool // the Transactor has published its last record
 	walDone  atomic.Bool
@@ -167,6 +175,7 @@ func start(cfg Config, db *pebble.DB, rs *recovered) (*Ledger, error) {
 			return nil, err
 		}
 	}
+	l.txStage, l.walStage, l.snapStage = st[0], st[1], st[2]
 	x := &executor{readable: l.readable, ov: newOverlay(overlaySlots(cfg.RingSize), rs.last), dedup: rs.dedup, maxEntries: cfg.MaxEntries}
 	refs := newRefWindow(cfg.DedupWindow)
 	for _, r := range rs.refs {
@@ -211,6 +220,7 @@ func (l *Ledger) fail(err error) {
 		l.err = fmt.Errorf("%w: %w", ErrFailed, err)
 	}
 	l.errMu.Unlock()
+	l.halt.Store(true)
 	l.state.Or(failedBit)
 	l.stop()
 	l.pm.Wake()
@@ -246,7 +256,7 @@ func (l *Ledger) enter() error {
 
 func (l *Ledger) exit() { l.state.Add(^uint64(0)) }
 
-func (l *Ledger) halted() bool { return l.state.Load()&failedBit != 0 }
+func (l *Ledger) halted() bool { return l.halt.Load() }
 
 // now is the Transactor's clock: wall time at Open plus monotonic time since,
 // so timestamps never go backwards within a run.
@@ -268,14 +278,14 @@ func (l *Ledger) push(r *request) (TxID, error) {
 		return 0, err
 	}
 	defer l.exit()
-	l.pm.Wake() // parked stages start waking while we publish
+	l.txStage.Wake() // a parked Transactor starts waking while we publish
 	var bo backoff
 	for {
 		t, ok := l.seq.TryPush(*r)
 		if ok {
 			id := l.base + t
 			l.advanceSequenced(id)
-			l.pm.Wake()
+			l.txStage.Wake()
 			return TxID(id), nil
 		}
 		if l.halted() {
@@ -319,7 +329,7 @@ func (l *Ledger) SubmitBatch(ops []Op) (first, last TxID, err error) {
 		return 0, 0, err
 	}
 	defer l.exit()
-	l.pm.Wake()
+	l.txStage.Wake()
 	var bo backoff
 	for {
 		t, ok := l.seq.TryPushN(reqs)
@@ -327,7 +337,7 @@ func (l *Ledger) SubmitBatch(ops []Op) (first, last TxID, err error) {
 			f := l.base + t
 			lst := f + uint64(len(reqs)) - 1
 			l.advanceSequenced(lst)
-			l.pm.Wake()
+			l.txStage.Wake()
 			return TxID(f), TxID(lst), nil
 		}
 		if l.halted() {

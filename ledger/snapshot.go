@@ -46,7 +46,7 @@ func (l *Ledger) Snapshot(ctx context.Context) (TxID, error) {
 			break
 		}
 	}
-	l.pm.Wake()
+	l.snapStage.Wake()
 	if p := l.persisted.Load(); p >= want {
 		l.snapWaits.remove(w)
 		return TxID(p), nil

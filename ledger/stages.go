@@ -114,7 +114,7 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 		// delivery (seen as a SubmitAndWait(Computed) that never returned).
 		deliver(out[:k], Computed)
 		l.toWAL.Commit(k)
-		l.pm.Wake()
+		l.walStage.Wake()
 	}
 }
 
@@ -201,10 +201,9 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 			c := copy(dst, recs[off:])
 			l.toSnap.Commit(c)
 			off += c
-			l.pm.Wake()
+			l.snapStage.Wake()
 		}
 		l.toWAL.Advance(k)
-		l.pm.Wake()
 	}
 }
 
@@ -257,7 +256,6 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		l.waits[Snapshot].release(TxID(last))
 		deliver(recs, Snapshot)
 		l.toSnap.Advance(len(recs))
-		l.pm.Wake()
 		due := l.cfg.SnapshotEvery > 0 && last-lastSnap >= uint64(l.cfg.SnapshotEvery)
 		if want := l.snapWant.Load(); want > lastSnap && last >= want {
 			due = true
@@ -313,7 +311,7 @@ func (l *Ledger) runPersister() {
 		// be waiting for the buffer: wake it. A request raised after this
 		// load is woken for by its caller, whose Wake follows our store.
 		if l.snapWant.Load() > covered {
-			l.pm.Wake()
+			l.snapStage.Wake()
 		}
 	}
 }
