@@ -109,7 +109,9 @@ func TestWorkGoesToHigh(t *testing.T) {
 
 // TestEmptyStreakLeadsDown drives one stage's empty streak with a fake clock
 // (one microsecond per poll) and records when the level falls and when the
-// stage parks.
+// stage parks. LowLatency never parks, and its streak clock takes the level
+// down to Idle; the parking strategies park once the spin phase and the hold
+// budget are over, and the stage, the last to park, takes the level to Idle.
 func TestEmptyStreakLeadsDown(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("needs GOMAXPROCS >= 2 for the spin phase")
@@ -146,21 +148,28 @@ func TestEmptyStreakLeadsDown(t *testing.T) {
 			p := s.params()
 			require.NotZero(t, r.low, "never fell to Low")
 			require.NotZero(t, r.idle, "never fell to Idle")
-			// The clock starts once the free-spin phase is over, and is
-			// read every 64 polls while spinning.
-			slack := time.Duration(p.freeSpin+1+64) * step
-			assert.GreaterOrEqual(t, r.low, p.highToLow)
-			assert.LessOrEqual(t, r.low, p.highToLow+slack)
-			assert.GreaterOrEqual(t, r.idle, p.highToLow+p.lowToIdle)
-			assert.LessOrEqual(t, r.idle, p.highToLow+p.lowToIdle+slack)
+			// The clock is read every 64 polls while spinning and every
+			// tickMask+1 polls while yielding.
+			slack := time.Duration(64+p.tickMask+1) * step
 			if s == LowLatency {
+				assert.GreaterOrEqual(t, r.low, p.highToLow)
+				assert.LessOrEqual(t, r.low, p.highToLow+time.Duration(p.freeSpin+1)*step+slack)
+				assert.GreaterOrEqual(t, r.idle, p.highToLow+p.lowToIdle)
+				assert.LessOrEqual(t, r.idle, p.highToLow+p.lowToIdle+time.Duration(p.freeSpin+1)*step+slack)
 				assert.Zero(t, r.park, "LowLatency must never park")
 				assert.Zero(t, m.Stats().Parks)
 				assert.NotZero(t, m.Stats().Yields, "after its spin phase, a LowLatency stage polls with Gosched")
 			} else {
 				require.NotZero(t, r.park, "never parked")
-				// Parking takes two calls that see Idle with a poll between.
-				assert.Equal(t, r.idle+2*step, r.park)
+				// It parks after its spin phase and hold budget, or once its
+				// streak clock takes the level to Idle, whichever is first.
+				spun := time.Duration(p.freeSpin+p.spin) * step
+				assert.GreaterOrEqual(t, r.park, min(spun+p.holdFor, p.highToLow+p.lowToIdle))
+				assert.LessOrEqual(t, r.park, spun+p.holdFor+slack)
+				// The park is the call after the announcement, which (as the
+				// last stage's) takes the level to Idle, or the one after
+				// that if the clock got there first.
+				assert.Contains(t, []time.Duration{r.idle + step, r.idle + 2*step}, r.park)
 				assert.Equal(t, uint64(1), m.Stats().Parks)
 			}
 			results[s] = r
@@ -194,8 +203,11 @@ func TestShortGapsStayHigh(t *testing.T) {
 }
 
 // TestBusyStageKeepsHigh: one stage always has work while another never
-// does. The level is High after every OnWork, the idle stage never parks, and
-// the two trade at most one lowering per High->Low streak (no write storm).
+// does. The level is High after every OnWork, and the two trade at most one
+// lowering per High->Low streak (no write storm). The idle stage never parks
+// under LowLatency; under the parking strategies it parks once its spin phase
+// and hold budget are over (it holds a token, so each park returns and a new
+// streak starts), and the busy stage's work does not wake it.
 func TestBusyStageKeepsHigh(t *testing.T) {
 	for _, s := range strategies {
 		t.Run(s.String(), func(t *testing.T) {
@@ -204,11 +216,18 @@ func TestBusyStageKeepsHigh(t *testing.T) {
 			require.NoError(t, err)
 			idle, err := m.Register("idle")
 			require.NoError(t, err)
+			busy.OnWork()
+			<-busy.wake // the tokens of leaving Idle
+			<-idle.wake
 			const horizon = 20 * time.Millisecond
 			lowered := 0
 			for el := time.Duration(0); el < horizon; el += time.Microsecond {
 				busy.OnWork()
 				require.Equal(t, High, m.Level())
+				if idle.announced {
+					assert.Len(t, idle.wake, 0, "OnWork of another stage woke a stage parked above Idle")
+					idle.unpark()
+				}
 				require.True(t, idle.OnEmpty())
 				if m.Level() != High {
 					lowered++
@@ -217,7 +236,14 @@ func TestBusyStageKeepsHigh(t *testing.T) {
 			}
 			p := s.params()
 			assert.LessOrEqual(t, lowered, int(horizon/p.highToLow)+1)
-			assert.Zero(t, m.Stats().Parks)
+			parks := m.Stats().Parks
+			if !p.park {
+				assert.Zero(t, parks)
+				return
+			}
+			streak := time.Duration(p.freeSpin+p.spin)*time.Microsecond + p.holdFor
+			assert.NotZero(t, parks)
+			assert.LessOrEqual(t, parks, uint64(horizon/streak)+1)
 		})
 	}
 }

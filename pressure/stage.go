@@ -131,13 +131,17 @@ func (s *Stage) OnEmpty() bool {
 			}
 			return true
 		}
-		// Past the spin phase the slot holder yields until the level
-		// falls to Idle, keeping its slot under the parking strategies:
-		// it is the one stage whose streak clock lowers the level.
+		// Past the spin phase the slot holder yields, keeping its slot
+		// under the parking strategies (its streak clock lowers the
+		// level), until the level falls to Idle or its hold budget is
+		// spent.
 		if !p.park {
 			s.endSpin()
+		} else if p.holdFor != 0 && s.yielded(p.holdFor) {
+			s.announce()
+			return true
 		}
-	} else if p.park && s.yieldBudgetSpent() {
+	} else if p.park && s.yielded(p.yieldFor) {
 		s.announce()
 		return true
 	}
@@ -148,14 +152,14 @@ func (s *Stage) OnEmpty() bool {
 	return true
 }
 
-// yieldBudgetSpent reports whether a stage without a spin slot has yielded
-// for the strategy's yield budget in this streak. The clock is read every
-// tickMask+1 polls only.
-func (s *Stage) yieldBudgetSpent() bool {
-	p := &s.m.p
-	if p.yieldFor == 0 {
+// yielded reports whether the stage has yielded for at least d in this
+// streak (true at once for d == 0). The clock is read every tickMask+1
+// polls only.
+func (s *Stage) yielded(d time.Duration) bool {
+	if d == 0 {
 		return true
 	}
+	p := &s.m.p
 	if s.yieldFrom != 0 && s.streak&p.tickMask != 0 {
 		return false
 	}
@@ -164,7 +168,7 @@ func (s *Stage) yieldBudgetSpent() bool {
 		s.yieldFrom = now | 1 // 0 means unset
 		return false
 	}
-	return time.Duration(now-s.yieldFrom) >= p.yieldFor
+	return time.Duration(now-s.yieldFrom) >= d
 }
 
 // pause delays a spinning stage's next poll by a few tens of nanoseconds,

@@ -99,14 +99,18 @@ type params struct {
 	// yieldFor is how long a stage without a spin slot yields before it
 	// parks at any level (parking strategies only; 0: at once).
 	yieldFor time.Duration
+	// holdFor is how long a spin-slot holder yields past its spin phase
+	// before it parks at any level (parking strategies only; 0: until the
+	// level falls to Idle).
+	holdFor time.Duration
 }
 
 // strategyParams holds the thresholds per strategy. How they were chosen is
 // documented, with the measurements, in docs/pressure.md.
 var strategyParams = [...]params{
-	Balanced:   {freeSpin: 64, spin: 2048, highToLow: 100 * time.Microsecond, lowToIdle: 500 * time.Microsecond, minPolls: 32, tickMask: 7, park: true, yieldFor: 20 * time.Microsecond},
+	Balanced:   {freeSpin: 64, spin: 256, highToLow: 100 * time.Microsecond, lowToIdle: 500 * time.Microsecond, minPolls: 32, tickMask: 7, park: true, yieldFor: 20 * time.Microsecond, holdFor: 20 * time.Microsecond},
 	LowLatency: {freeSpin: 64, spin: 2048, highToLow: 1 * time.Millisecond, lowToIdle: 10 * time.Millisecond, minPolls: 32, tickMask: 7, park: false},
-	LowCPU:     {freeSpin: 16, spin: 128, highToLow: 10 * time.Microsecond, lowToIdle: 40 * time.Microsecond, minPolls: 32, tickMask: 7, park: true, yieldFor: 0},
+	LowCPU:     {freeSpin: 16, spin: 128, highToLow: 10 * time.Microsecond, lowToIdle: 40 * time.Microsecond, minPolls: 32, tickMask: 7, park: true, yieldFor: 0, holdFor: 5 * time.Microsecond},
 }
 
 func (w WaitStrategy) params() params {
