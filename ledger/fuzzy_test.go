@@ -142,6 +142,9 @@ func TestFuzzySnapshotWhileStreaming(t *testing.T) {
 	postAcks := append([]Result(nil), acks...)
 	post := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
 	acks = append(acks, submitAcked(t, l, fuzzyOps(rng, 100, ref))...)
+	// Balance reflects the Snapshot index, which may still be behind the
+	// last Committed ack.
+	require.NoError(t, l.Wait(context.Background(), acks[len(acks)-1].ID, Snapshot))
 	want := make([]int64, fuzzyAccounts)
 	for a := range want {
 		want[a], _ = l.Balance(uint64(a))

@@ -104,6 +104,8 @@ type Ledger struct {
 
 	wg        sync.WaitGroup
 	stopped   chan struct{} // closed when the pipeline stops (Close or failure)
+	fns       fnList        // SubmitFunc callbacks not yet called
+	swept     chan struct{} // closed when sweepFns is done
 	stopOnce  sync.Once
 	errMu     sync.Mutex
 	err       error // first storage error
@@ -149,6 +151,7 @@ func start(cfg Config, db *pebble.DB, rs *recovered) (*Ledger, error) {
 		epoch:     time.Now(),
 		persistCh: make(chan *snapshotData, 1),
 		stopped:   make(chan struct{}),
+		swept:     make(chan struct{}),
 	}
 	l.epochWall = l.epoch.UnixNano()
 	l.recovered = recoveryInfo{last: rs.last, snapshot: rs.snapshot, snapEnd: rs.snapEnd, replayed: rs.replayed, torn: rs.torn}
@@ -186,6 +189,7 @@ func start(cfg Config, db *pebble.DB, rs *recovered) (*Ledger, error) {
 	go l.runWAL(st[1])
 	go l.runSnapshotter(st[2], refs)
 	go l.runPersister()
+	go l.sweepFns()
 	return l, nil
 }
 
@@ -209,6 +213,7 @@ func (l *Ledger) close() error {
 	l.wg.Wait()
 	l.pm.Close()
 	l.stop()
+	<-l.swept
 	err := l.db.Close()
 	return errors.Join(l.storageErr(), err)
 }

@@ -112,7 +112,7 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 		// the WAL stage, whose Advance clears the slots, so reading a
 		// record's waiter after Commit could find it zeroed and lose the
 		// delivery (seen as a SubmitAndWait(Computed) that never returned).
-		deliver(out[:k], Computed)
+		l.deliver(out[:k], Computed)
 		l.toWAL.Commit(k)
 		l.walStage.Wake()
 	}
@@ -135,11 +135,12 @@ func (l *Ledger) addOutcomes(c *outcomeCounts) {
 	}
 }
 
-// deliver hands SubmitAndWait callers waiting for level their results.
-func deliver(recs []txRecord, level Level) {
+// deliver hands the SubmitAndWait callers and SubmitFunc callbacks waiting
+// for level their results.
+func (l *Ledger) deliver(recs []txRecord, level Level) {
 	for i := range recs {
 		if r := &recs[i]; r.wlevel == level {
-			r.w.deliver(r)
+			l.deliverOne(r.w, r)
 		}
 	}
 }
@@ -187,7 +188,7 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 		last := recs[k-1].id
 		l.committed.Store(last)
 		l.waits[Committed].release(TxID(last))
-		deliver(recs, Committed)
+		l.deliver(recs, Committed)
 		var bo backoff
 		for off := 0; off < k; {
 			dst := l.toSnap.Reserve(k - off)
@@ -254,7 +255,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		applied = last
 		l.snapshot.Store(last)
 		l.waits[Snapshot].release(TxID(last))
-		deliver(recs, Snapshot)
+		l.deliver(recs, Snapshot)
 		l.toSnap.Advance(len(recs))
 		due := l.cfg.SnapshotEvery > 0 && last-lastSnap >= uint64(l.cfg.SnapshotEvery)
 		if want := l.snapWant.Load(); want > lastSnap && last >= want {

@@ -13,14 +13,29 @@ import (
 type opWaiter struct {
 	done chan struct{} // capacity 1
 	res  Result
+	// fn, for SubmitFunc, is called with the result instead of a send on
+	// done; while it is pending the waiter is linked into Ledger.fns.
+	fn         func(Result, error)
+	prev, next *opWaiter
+	listed     bool
 }
 
 var opWaiterPool = sync.Pool{New: func() any { return &opWaiter{done: make(chan struct{}, 1)} }}
 
 // deliver is called by the stage that brought r to its wait level.
-func (w *opWaiter) deliver(r *txRecord) {
-	w.res = r.result()
-	w.done <- struct{}{}
+func (l *Ledger) deliverOne(w *opWaiter, r *txRecord) {
+	if w.fn == nil {
+		w.res = r.result()
+		w.done <- struct{}{}
+		return
+	}
+	if !l.fns.remove(w) {
+		return // swept: the failure was reported instead
+	}
+	fn := w.fn
+	w.fn = nil
+	opWaiterPool.Put(w)
+	fn(r.result(), nil)
 }
 
 // idWaiter is a Wait call blocked on one id.

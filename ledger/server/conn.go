@@ -53,6 +53,21 @@ func (c *conn) isBroken() bool {
 }
 
 // kill closes the connection at once.
+// awaitAnswers waits until every request read has its answer queued, or
+// until Shutdown gives up (the server's context ends): answers that a
+// ledger callback queues after that are discarded with the connection.
+func (c *conn) awaitAnswers() {
+	done := make(chan struct{})
+	go func() {
+		c.waits.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-c.s.ctx.Done():
+	}
+}
+
 func (c *conn) kill() {
 	c.brkOnce.Do(func() { close(c.broken) })
 	_ = c.nc.Close()
@@ -66,7 +81,7 @@ func (c *conn) serve() {
 		c.write()
 	}()
 	c.read()
-	c.waits.Wait() // every request read gets its answer queued
+	c.awaitAnswers()
 	c.out.close()
 	<-writerDone
 	if c.stop.Load() && !c.isBroken() {
@@ -227,19 +242,25 @@ func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.R
 			c.fail(h.ID, ledger.ErrLevel)
 			return
 		}
-		op, level := req.Op, req.Level
+		// The ledger stage that brings the op to its level queues the
+		// answer itself: no goroutine waits per request, and a group
+		// commit readies only the connection's writer.
+		id := h.ID
 		c.waits.Add(1)
-		c.s.workers.run(func() {
+		_, err := l.SubmitFunc(req.Op, req.Level, func(res ledger.Result, err error) {
 			defer c.waits.Done()
-			res, err := l.SubmitAndWait(c.s.ctx, op, level)
 			if err != nil {
-				c.fail(h.ID, err)
+				c.fail(id, err)
 				return
 			}
 			c.s.m.ops.Add(1)
 			c.s.m.observe(&res)
-			c.reply(response{typ: wire.TypeResultIs, id: h.ID, res: res})
+			c.reply(response{typ: wire.TypeResultIs, id: id, res: res})
 		})
+		if err != nil {
+			c.waits.Done()
+			c.fail(id, err)
+		}
 	case wire.TypeWait:
 		x, err := l.Indexes()
 		switch {
