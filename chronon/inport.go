@@ -60,12 +60,7 @@ func (p *InPort[T]) TryReceiveInto(dst *T) bool {
 		} else {
 			m = rd.slot()
 		}
-		switch {
-		case m == nil:
-			p.idle = c + p.gap
-			return false
-		case m.arrive > c:
-			p.idle = m.arrive
+		if p.notReady(m, c) {
 			return false
 		}
 		if m.epoch == k.out.epoch.Load() {
@@ -113,6 +108,21 @@ func (p *InPort[T]) Ready() bool {
 		return h != nil && h.arrive <= c
 	case p.merge != nil:
 		return !p.drained() && p.merge.HasReady(c)
+	}
+	return false
+}
+
+// notReady reports whether the lane head m (nil: the lane is empty) is not
+// ready in cycle c, and if so records in idle the first cycle it or a later
+// push can be (see receive).
+func (p *InPort[T]) notReady(m *msg[T], c uint64) bool {
+	switch {
+	case m == nil:
+		p.idle = c + p.gap
+		return true
+	case m.arrive > c:
+		p.idle = m.arrive
+		return true
 	}
 	return false
 }
@@ -200,12 +210,7 @@ func (p *InPort[T]) receive(dst *T, keep func(*T) bool) bool {
 	}
 	for {
 		m := p.ring.Peek()
-		switch {
-		case m == nil:
-			p.idle = c + p.gap
-			return false
-		case m.arrive > c:
-			p.idle = m.arrive
+		if p.notReady(m, c) {
 			return false
 		}
 		ok := !k.stale(m.epoch, c) && (keep == nil || keep(&m.v))
