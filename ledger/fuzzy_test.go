@@ -225,6 +225,26 @@ func withMemDB(t *testing.T, fs vfs.FS, dir string, f func(db *pebble.DB)) {
 	require.NoError(t, db.Close())
 }
 
+// writeClaim recovers the 8-account ledger in db and writes a snapshot of
+// its balances that claims to start at txID and to have been read through
+// transaction 100 (the fuzzy window (txID, 100]), with the dedup window if
+// refs; edit, if not nil, changes the recovered state first.
+func writeClaim(t *testing.T, db *pebble.DB, cfg *Config, txID uint64, refs bool, edit func(*recovered)) *recovered {
+	t.Helper()
+	r, err := recoverState(db, &Config{MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
+	require.NoError(t, err)
+	if edit != nil {
+		edit(r)
+	}
+	sd := &snapshotData{txID: txID}
+	if refs {
+		sd.refs = r.refs
+	}
+	_, err = writeSnapshot(db, cfg, sd, r.bal, func() uint64 { return 100 }, nil, nil)
+	require.NoError(t, err)
+	return r
+}
+
 // TestFuzzySnapshotInconsistentRefused: a checksum-valid snapshot whose
 // chunk value was never the account's balance in its window is refused,
 // naming the snapshot, by Open and by Verify.
@@ -232,13 +252,9 @@ func TestFuzzySnapshotInconsistentRefused(t *testing.T) {
 	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALRetention: -1}
 	fillLedger(t, cfg, 100)
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
-		r, err := recoverState(db, &Config{MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
-		require.NoError(t, err)
 		// Claim the snapshot started at 90 with balances read up to 100;
 		// account 3 gets a value it never had.
-		r.bal[3].Add(1_000_000)
-		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 90}, r.bal, func() uint64 { return 100 }, nil, nil)
-		require.NoError(t, err)
+		writeClaim(t, db, &cfg, 90, false, func(r *recovered) { r.bal[3].Add(1_000_000) })
 	})
 	_, err := Open(cfg)
 	var ce *CorruptError
@@ -259,10 +275,7 @@ func TestFuzzySnapshotWindowConsistent(t *testing.T) {
 	_, wantX, wantBal, err := openState(t, cfg)
 	require.NoError(t, err)
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
-		r, err := recoverState(db, &Config{MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
-		require.NoError(t, err)
-		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 90, refs: nil}, r.bal, func() uint64 { return 100 }, nil, nil)
-		require.NoError(t, err)
+		writeClaim(t, db, &cfg, 90, false, nil)
 	})
 	rep, err := Verify(cfg.Dir)
 	require.NoError(t, err)
@@ -284,10 +297,7 @@ func TestFormatV1Upgrade(t *testing.T) {
 	_, wantX, wantBal, err := openState(t, cfg)
 	require.NoError(t, err)
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
-		r, err := recoverState(db, &Config{MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
-		require.NoError(t, err)
-		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs}, r.bal, func() uint64 { return 100 }, nil, nil)
-		require.NoError(t, err)
+		r := writeClaim(t, db, &cfg, 100, true, nil)
 		// Rewrite as format 1: its manifest has no tx_end.
 		type manifestV1 struct {
 			FormatVersion int    `msgpack:"format_version"`
