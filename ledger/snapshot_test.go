@@ -178,18 +178,27 @@ func TestSnapshotContext(t *testing.T) {
 	assert.Equal(t, TxID(3), id)
 }
 
-// TestSnapshotClose: a call pending when Close runs returns ErrClosed, and
-// every call after Close does too.
-func TestSnapshotClose(t *testing.T) {
-	l := openTest(t, Config{SnapshotEvery: -1})
+// pendingSnapshot opens a ledger with three deposits and a Snapshot call
+// that is queued and cannot proceed: the test holds the snapshot buffer
+// (held, to be stored back) and done receives the call's error.
+func pendingSnapshot(t *testing.T) (l *Ledger, held *snapshotData, done chan error) {
+	t.Helper()
+	l = openTest(t, Config{SnapshotEvery: -1})
 	deposits(t, l, 3)
-	held := l.spare.Swap(nil)
-	done := make(chan error, 1)
+	held = l.spare.Swap(nil)
+	done = make(chan error, 1)
 	go func() {
 		_, err := l.Snapshot(context.Background())
 		done <- err
 	}()
 	waitQueued(t, l, 1)
+	return l, held, done
+}
+
+// TestSnapshotClose: a call pending when Close runs returns ErrClosed, and
+// every call after Close does too.
+func TestSnapshotClose(t *testing.T) {
+	l, held, done := pendingSnapshot(t)
 	require.NoError(t, l.Close())
 	require.ErrorIs(t, <-done, ErrClosed)
 	_, err := l.Snapshot(context.Background())
@@ -200,15 +209,7 @@ func TestSnapshotClose(t *testing.T) {
 // TestSnapshotFailure: a storage error releases a pending call with an
 // error wrapping ErrFailed, and later calls get it too.
 func TestSnapshotFailure(t *testing.T) {
-	l := openTest(t, Config{SnapshotEvery: -1})
-	deposits(t, l, 3)
-	held := l.spare.Swap(nil)
-	done := make(chan error, 1)
-	go func() {
-		_, err := l.Snapshot(context.Background())
-		done <- err
-	}()
-	waitQueued(t, l, 1)
+	l, held, done := pendingSnapshot(t)
 	boom := errors.New("disk on fire")
 	l.fail(boom)
 	err := <-done

@@ -22,7 +22,8 @@ type opWaiter struct {
 
 var opWaiterPool = sync.Pool{New: func() any { return &opWaiter{done: make(chan struct{}, 1)} }}
 
-// deliver is called by the stage that brought r to its wait level.
+// deliverOne hands r's result to its waiter, on the stage that brought r to
+// its wait level: a send on done, or the SubmitFunc callback.
 func (l *Ledger) deliverOne(w *opWaiter, r *txRecord) {
 	if w.fn == nil {
 		w.res = r.result()
