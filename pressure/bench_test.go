@@ -22,6 +22,7 @@ type busySystem struct{ closed atomic.Bool }
 type busyWaiter struct{ sys *busySystem }
 
 func (busyWaiter) OnWork() {}
+func (busyWaiter) Wake()   {}
 func (w busyWaiter) OnEmpty() bool {
 	runtime.Gosched()
 	return !w.sys.closed.Load()
@@ -42,6 +43,7 @@ type sleepWaiter struct {
 }
 
 func (w *sleepWaiter) OnWork() { w.streak = 0 }
+func (*sleepWaiter) Wake()     {}
 func (w *sleepWaiter) OnEmpty() bool {
 	w.streak++
 	switch {
@@ -179,9 +181,9 @@ func BenchmarkThroughput(b *testing.B) {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.procs))
 				sys, m := pol.new()
 				p := startPipeline(sys, pipelineConfig{stages: c.stages, capacity: 1024, generate: true, target: uint64(b.N)})
-				var parks0 uint64
+				var st0 Stats
 				if m != nil {
-					parks0 = m.Stats().Parks
+					st0 = m.Stats()
 				}
 				b.ResetTimer()
 				<-p.reach
@@ -191,7 +193,8 @@ func BenchmarkThroughput(b *testing.B) {
 				b.ReportMetric(float64(b.N)/el.Seconds(), "items/s")
 				if m != nil {
 					st := m.Stats()
-					b.ReportMetric(float64(st.Parks-parks0)/float64(b.N)*1e6, "parks/Mitem")
+					b.ReportMetric(float64(st.Parks-st0.Parks)/float64(b.N)*1e6, "parks/Mitem")
+					b.ReportMetric(float64(st.Yields-st0.Yields)/float64(b.N)*1e6, "yields/Mitem")
 				}
 			})
 		}

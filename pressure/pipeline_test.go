@@ -13,6 +13,7 @@ import (
 type waiter interface {
 	OnWork()
 	OnEmpty() bool
+	Wake() // work for this stage was published by another goroutine
 }
 
 // system is a wait policy for a whole pipeline.
@@ -41,6 +42,7 @@ func (s managerSystem) close() { s.m.Close() }
 type pipeline struct {
 	sys    system
 	in     *ring
+	stages []waiter
 	sink   atomic.Uint64
 	held   atomic.Int64 // nanotime at which stage 0 first took items since held was zeroed
 	target uint64       // sink value at which reached is closed
@@ -62,8 +64,11 @@ func startPipeline(sys system, cfg pipelineConfig) *pipeline {
 	for i := 1; i < cfg.stages; i++ {
 		rings[i] = newRing(cfg.capacity)
 	}
-	for i := range cfg.stages {
-		w := sys.register("stage")
+	p.stages = make([]waiter, cfg.stages)
+	for i := range p.stages {
+		p.stages[i] = sys.register("stage")
+	}
+	for i, w := range p.stages {
 		in, out := rings[i], rings[i+1]
 		p.wg.Add(1)
 		if i == 0 && cfg.generate {
@@ -95,7 +100,7 @@ func (p *pipeline) generator(w waiter, out *ring) {
 		if k := out.pushN(buf[:]); k > 0 {
 			next += uint64(k)
 			w.OnWork()
-			p.sys.wake()
+			p.stages[1].Wake()
 		} else if !w.OnEmpty() {
 			return
 		}
@@ -117,7 +122,9 @@ func (p *pipeline) stage(w waiter, idx int, in, out *ring) {
 			p.held.Store(nanotime())
 		}
 		w.OnWork()
-		p.sys.wake() // room in the input is work for the stage upstream
+		if idx > 0 {
+			p.stages[idx-1].Wake() // room in the input is work for the stage upstream
+		}
 		for i := range n {
 			buf[i] = mix(buf[i])
 		}
@@ -131,7 +138,7 @@ func (p *pipeline) stage(w waiter, idx int, in, out *ring) {
 			k := out.pushN(buf[off:n])
 			off += k
 			if k > 0 {
-				p.sys.wake()
+				p.stages[idx+1].Wake()
 			} else if !w.OnEmpty() {
 				return
 			}
@@ -139,11 +146,12 @@ func (p *pipeline) stage(w waiter, idx int, in, out *ring) {
 	}
 }
 
-// publish is the entry point: wake, publish one item, wake.
+// publish is the entry point: wake the pipeline, publish one item, wake the
+// stage that takes it.
 func (p *pipeline) publish(v uint64) bool {
 	p.sys.wake()
 	ok := p.in.push(v)
-	p.sys.wake()
+	p.stages[0].Wake()
 	return ok
 }
 
