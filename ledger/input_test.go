@@ -58,6 +58,9 @@ func TestBadInputRefused(t *testing.T) {
 	require.ErrorIs(t, l.Wait(ctx, 1, Unknown), ErrLevel)
 	_, err = l.Balance(10)
 	require.ErrorIs(t, err, ErrAccountRange)
+	require.ErrorContains(t, err, "10 (MaxAccounts is 10)", "the error names the account and the limit")
+	_, err = l.Submit(Transfer{From: 1, To: 12, Amount: 1})
+	require.ErrorContains(t, err, "op 0: ledger: account out of range: 12 (MaxAccounts is 10)")
 	require.Equal(t, before, captureState(t, l), "refused input changed the ledger")
 	// The next valid op takes the next id.
 	id, err := l.Submit(Deposit{Account: 1, Amount: 1})

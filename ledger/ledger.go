@@ -509,7 +509,7 @@ func (l *Ledger) Balance(account uint64) (int64, error) {
 		return 0, err
 	}
 	if account >= uint64(len(l.readable)) {
-		return 0, ErrAccountRange
+		return 0, accountRange(account, uint64(len(l.readable)))
 	}
 	return l.readable[account].Load(), nil
 }

@@ -1,6 +1,9 @@
 package ledger
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // TxID identifies a transaction. Ids are assigned contiguously from 1 in the
 // order the Transactor executes them; 0 is never a valid id.
@@ -127,8 +130,11 @@ func prepare(op Op, maxAccounts uint64, r *request) error {
 		if err := checkAmount(o.Amount); err != nil {
 			return err
 		}
-		if o.From >= maxAccounts || o.To >= maxAccounts {
-			return ErrAccountRange
+		if o.From >= maxAccounts {
+			return accountRange(o.From, maxAccounts)
+		}
+		if o.To >= maxAccounts {
+			return accountRange(o.To, maxAccounts)
 		}
 		if o.From == o.To {
 			return ErrSameAccount
@@ -152,7 +158,7 @@ func prepare(op Op, maxAccounts uint64, r *request) error {
 		}
 		for _, l := range o.Legs {
 			if l.Account >= maxAccounts {
-				return ErrAccountRange
+				return accountRange(l.Account, maxAccounts)
 			}
 			if l.Delta == 0 {
 				return ErrZeroAmount
@@ -167,6 +173,12 @@ func prepare(op Op, maxAccounts uint64, r *request) error {
 	default:
 		return ErrNilOp
 	}
+}
+
+// accountRange is ErrAccountRange naming the account and the limit. It
+// allocates, on the error path only.
+func accountRange(account, maxAccounts uint64) error {
+	return fmt.Errorf("%w: %d (MaxAccounts is %d)", ErrAccountRange, account, maxAccounts)
 }
 
 func checkAmount(a uint64) error {
@@ -184,7 +196,7 @@ func checkSingle(account, amount, maxAccounts uint64) error {
 		return err
 	}
 	if account >= maxAccounts {
-		return ErrAccountRange
+		return accountRange(account, maxAccounts)
 	}
 	if account == SystemAccount {
 		return ErrSameAccount

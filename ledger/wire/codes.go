@@ -112,11 +112,16 @@ func AsError(err error) *Error {
 	if errors.As(err, &we) {
 		return we
 	}
-	e := &Error{Code: CodeInternal, Message: truncate(err.Error())}
+	e := &Error{Code: CodeInternal}
+	msg := err.Error()
 	var ie *ledger.InputError
 	if errors.As(err, &ie) {
+		// The index travels in Index, and Err puts it back in front of
+		// the message: keep it out of the message itself.
 		e.Index = ie.Index
+		msg = ie.Err.Error()
 	}
+	e.Message = truncate(msg)
 	for _, c := range errCodes {
 		if errors.Is(err, c.err) {
 			e.Code = c.code

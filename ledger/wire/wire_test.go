@@ -142,6 +142,8 @@ func TestErrorMapping(t *testing.T) {
 	var ie *ledger.InputError
 	require.ErrorAs(t, back, &ie)
 	assert.Equal(t, 4, ie.Index)
+	assert.Equal(t, "op 4: server error 22: "+ledger.ErrSameAccount.Error(), back.Error(),
+		"the index is named once")
 
 	for _, c := range errCodes {
 		got := AsError(fmt.Errorf("wrapped: %w", c.err))

@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -34,7 +35,16 @@ func main() {
 	os.Exit(exitcode.Of(err))
 }
 
-func onUsageError(_ *cli.Context, err error, _ bool) error { return exitcode.Usage("%v", err) }
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	// The flag parser takes a negative number for a flag: say what is wrong
+	// with the argument instead.
+	if v, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+		if _, perr := strconv.ParseInt("-"+v, 10, 64); perr == nil {
+			return exitcode.Usage("%s: %q is not a non-negative integer", c.Command.Name, "-"+v)
+		}
+	}
+	return exitcode.Usage("%v", err)
+}
 
 // newApp returns the CLI writing to stdout and stderr. It never exits the
 // process: errors carry their exit status (see exitCode).

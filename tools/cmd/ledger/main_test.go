@@ -115,6 +115,11 @@ func TestUsageErrors(t *testing.T) {
 		require.Equal(t, 2, code, "%v: %s", args, stderr)
 		require.NotEmpty(t, stderr, args)
 	}
+	// A negative id reaches the flag parser first; the message is about
+	// the argument, not about an unknown flag.
+	_, stderr, code := runApp(t, "deposit", "-3", "5")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `"-3" is not a non-negative integer`)
 }
 
 func TestCommandsAgainstServer(t *testing.T) {
