@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -31,22 +32,39 @@ import (
 func main() {
 	err := newApp(os.Stdout, os.Stderr).Run(os.Args)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "chronon:", err)
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "chronon: ") { // the library's errors name it already
+			msg = "chronon: " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
 	}
 	os.Exit(exitcode.Of(err))
 }
 
+func onUsageError(_ *cli.Context, err error, _ bool) error { return exitcode.Usage("%v", err) }
+
 // newApp returns the CLI writing to stdout and stderr. It never exits the
 // process: errors carry their exit status (see exitCode).
 func newApp(stdout, stderr io.Writer) *cli.App {
+	cmds := []*cli.Command{runCommand(), validateCommand(), benchCommand()}
+	for _, c := range cmds {
+		c.OnUsageError = onUsageError // a short message and status 2, not the help page
+	}
 	return &cli.App{
 		Name:            "chronon",
 		Usage:           "run cycle-accurate chronon simulations",
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
+		OnUsageError:    onUsageError,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main decides the status
-		Commands:        []*cli.Command{runCommand(), validateCommand(), benchCommand()},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return exitcode.Usage("unknown command %q (see chronon --help)", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
+		Commands: cmds,
 	}
 }
 

@@ -130,6 +130,15 @@ connections:
 	_, errOut, code = runApp(t, "run", "--cycles", "10", mismatch)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "message types differ")
+
+	// Bad flags and commands: status 2 and one line, not the help page.
+	out, errOut, code := runApp(t, "run", "--cycles", "-5", mismatch)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, `invalid value "-5" for flag -cycles`)
+	assert.Empty(t, out)
+	_, errOut, code = runApp(t, "frobnicate")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, `unknown command "frobnicate"`)
 }
 
 func TestRunFixedCycles(t *testing.T) {
