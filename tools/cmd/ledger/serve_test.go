@@ -26,21 +26,42 @@ var servingLine = regexp.MustCompile(`on tcp (\S+), http (\S+)`)
 
 // TestServeThroughAppRun runs `ledger serve` in process; canceling the
 // context plays the part of the signal.
-func TestServeThroughAppRun(t *testing.T) {
-	dir := t.TempDir()
+// startServe runs `ledger serve` on dir in this process, on loopback ports,
+// with extra flags, and returns its outputs, the serving line's submatches
+// (TCP address, HTTP URL) and a function that stops it and returns its error.
+func startServe(t *testing.T, dir string, extra ...string) (out, errb *syncBuffer, m []string, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb syncBuffer
+	out, errb = new(syncBuffer), new(syncBuffer)
 	done := make(chan error, 1)
-	go func() {
-		done <- newApp(&out, &errb).RunContext(ctx, []string{"ledger", "serve", "--dir", dir,
-			"--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--max-accounts", "1000"})
-	}()
-	var m []string
-	require.Eventually(t, func() bool {
+	args := append([]string{"ledger", "serve", "--dir", dir,
+		"--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--max-accounts", "1000"}, extra...)
+	go func() { done <- newApp(out, errb).RunContext(ctx, args) }()
+	stop = func() error { cancel(); return <-done }
+	if !assert.Eventually(t, func() bool {
 		m = servingLine.FindStringSubmatch(out.String())
 		return m != nil
-	}, 20*time.Second, 5*time.Millisecond, "serve never printed its addresses: %s", errb.String())
+	}, 20*time.Second, 5*time.Millisecond, "serve never printed its addresses: %s", errb.String()) {
+		_ = stop()
+		t.FailNow()
+	}
+	return out, errb, m, stop
+}
+
+func TestServeLowLatencyWarns(t *testing.T) {
+	_, errb, _, stop := startServe(t, t.TempDir(), "--wait-strategy", "low-latency")
+	require.NoError(t, stop())
+	assert.Contains(t, errb.String(), "level=WARN")
+	assert.Contains(t, errb.String(), "low-latency keeps every stage polling")
+
+	_, errb, _, stop = startServe(t, t.TempDir())
+	require.NoError(t, stop())
+	assert.NotContains(t, errb.String(), "level=WARN", "balanced starts without a warning")
+}
+
+func TestServeThroughAppRun(t *testing.T) {
+	dir := t.TempDir()
+	out, _, m, stop := startServe(t, dir)
 	so, se, code := runApp(t, "deposit", "--addr", m[1], "7", "70")
 	require.Equal(t, 0, code, se)
 	require.Contains(t, so, "account 7 +70 = 70")
@@ -50,8 +71,7 @@ func TestServeThroughAppRun(t *testing.T) {
 	resp.Body.Close()
 	var bal struct{ Balance int64 }
 	require.NoError(t, json.Unmarshal(body, &bal))
-	cancel()
-	require.NoError(t, <-done)
+	require.NoError(t, stop())
 	require.Contains(t, out.String(), "stopped cleanly")
 	// the directory reopens with the deposit in it
 	l, err := ledger.Open(ledger.Config{Dir: dir, MaxAccounts: 1000})
