@@ -49,6 +49,10 @@ var (
 	ErrIncompatible = errors.New("ledger: incompatible data directory")
 	// ErrCorrupt is wrapped by every *CorruptError.
 	ErrCorrupt = errors.New("ledger: corrupt data")
+	// ErrLocked: Open, Verify or Dump found the directory locked by a ledger
+	// open in another process or in this one. Verify and Dump read closed
+	// directories only.
+	ErrLocked = errors.New("ledger: directory in use by an open ledger")
 )
 
 // InputError reports an operation refused at submit. It took no tx id and

@@ -20,7 +20,7 @@ func openOffline(fs vfs.FS, dir string) (*pebble.DB, meta, error) {
 	}
 	db, err := pebble.Open(dir, &pebble.Options{FS: fs, ReadOnly: true, Logger: quietLogger{}})
 	if err != nil {
-		return nil, meta{}, fmt.Errorf("ledger: open %s read-only: %w", dir, err)
+		return nil, meta{}, openError(dir, " read-only", err)
 	}
 	m, err := readMeta(db)
 	if err != nil {

@@ -38,7 +38,7 @@ func openDB(cfg *Config) (db *pebble.DB, old *meta, err error) {
 	opts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
 	db, err = pebble.Open(cfg.Dir, opts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("ledger: open %s: %w", cfg.Dir, err)
+		return nil, nil, openError(cfg.Dir, "", err)
 	}
 	if old, err = checkMeta(db, cfg); err != nil {
 		db.Close()

@@ -26,6 +26,13 @@ func dirFlag() *cli.StringFlag {
 		Usage: "ledger data directory (pebble); created if missing"}
 }
 
+// offlineDirFlag is --dir for the commands that read a closed directory.
+func offlineDirFlag() *cli.StringFlag {
+	f := dirFlag()
+	f.Usage = "closed ledger data directory; read, never written (a directory a server has open is refused)"
+	return f
+}
+
 func accountsFlag() *cli.Uint64Flag {
 	return &cli.Uint64Flag{Name: "max-accounts", Value: 1_000_000, EnvVars: []string{"LEDGER_MAX_ACCOUNTS"},
 		Usage: "number of accounts; fixed when the directory is created"}

@@ -16,7 +16,7 @@ func verifyCommand() *cli.Command {
 		Name:      "verify",
 		Usage:     "check a closed ledger directory: checksums, ids, zero sums, balance chains, snapshots",
 		ArgsUsage: " ",
-		Flags:     []cli.Flag{dirFlag()},
+		Flags:     []cli.Flag{offlineDirFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return exitcode.Usage("verify: takes no arguments, got %d", c.NArg())
@@ -52,7 +52,7 @@ func dumpCommand() *cli.Command {
 		Name:      "dump",
 		Usage:     "print the transactions of a closed ledger directory as NDJSON, one per line",
 		ArgsUsage: " ",
-		Flags: []cli.Flag{dirFlag(),
+		Flags: []cli.Flag{offlineDirFlag(),
 			&cli.Uint64Flag{Name: "from", Value: 1, Usage: "first transaction id"},
 			&cli.Uint64Flag{Name: "to", Usage: "last transaction id (0: through the last)"},
 		},
