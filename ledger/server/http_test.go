@@ -79,6 +79,16 @@ func TestHTTPAPI(t *testing.T) {
 	assert.Equal(t, 400, code)
 	code, _ = httpDo(t, "POST", u+"/v1/ops", `{"type":"mint","account":1,"amount":1}`)
 	assert.Equal(t, 400, code)
+	// A misspelt field is refused, not dropped (here it would lose the
+	// op's idempotency key), and so is anything after the value.
+	code, out = httpDo(t, "POST", u+"/v1/ops", `{"type":"deposit","account":1,"amount":1,"userref":9}`)
+	assert.Equal(t, 400, code)
+	assert.Equal(t, float64(1), out["code"])
+	assert.Contains(t, out["error"], `unknown field "userref"`)
+	code, _ = httpDo(t, "POST", u+"/v1/ops", `[{"type":"deposit","account":1,"amount":1,"legz":[]}]`)
+	assert.Equal(t, 400, code)
+	code, _ = httpDo(t, "POST", u+"/v1/ops", `{"type":"deposit","account":1,"amount":1} {"type":"deposit","account":1,"amount":1}`)
+	assert.Equal(t, 400, code)
 	code, out = httpDo(t, "POST", u+"/v1/ops", `[{"type":"deposit","account":1,"amount":1},{"type":"transfer","from":1,"to":1,"amount":1}]`)
 	assert.Equal(t, 400, code)
 	assert.Equal(t, float64(1), out["index"])

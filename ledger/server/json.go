@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/lanework/lanework/ledger"
@@ -52,18 +54,33 @@ func (o *jsonOp) op() (ledger.Op, error) {
 	return nil, fmt.Errorf("%w: unknown op type %q", wire.ErrMalformed, o.Type)
 }
 
+// decodeStrict decodes body, which must hold exactly one JSON value, into
+// v. An unknown field is refused rather than dropped: a misspelt
+// "user_ref" would otherwise lose the op's idempotency without a word.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", wire.ErrMalformed, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%w: data after the JSON value", wire.ErrMalformed)
+	}
+	return nil
+}
+
 // parseOps decodes one op object or an array of them.
 func parseOps(body []byte) (ops []ledger.Op, single bool, err error) {
 	trimmed := strings.TrimLeft(string(body[:min(len(body), 64)]), " \t\r\n")
 	var jops []jsonOp
 	if strings.HasPrefix(trimmed, "[") {
-		if err := json.Unmarshal(body, &jops); err != nil {
-			return nil, false, fmt.Errorf("%w: %v", wire.ErrMalformed, err)
+		if err := decodeStrict(body, &jops); err != nil {
+			return nil, false, err
 		}
 	} else {
 		var o jsonOp
-		if err := json.Unmarshal(body, &o); err != nil {
-			return nil, false, fmt.Errorf("%w: %v", wire.ErrMalformed, err)
+		if err := decodeStrict(body, &o); err != nil {
+			return nil, false, err
 		}
 		jops, single = []jsonOp{o}, true
 	}
