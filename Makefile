@@ -58,6 +58,8 @@ run:
 ## fuzz: run each fuzz target for 30 s (their seed corpora also run in make test).
 fuzz:
 	cd ledger && for f in FuzzWALBatch FuzzSnapshot; do go test -run '^$$' -fuzz "^$$f\$$" -fuzztime 30s -fuzzminimizetime 1s . || exit 1; done
+	cd ledger && go test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime 30s -fuzzminimizetime 1s ./wire
+	cd ledger && go test -run '^$$' -fuzz '^FuzzParseOps$$' -fuzztime 30s -fuzzminimizetime 1s ./server
 	cd frontier && go test -run '^$$' -fuzz '^FuzzMergeOrder$$' -fuzztime 30s -fuzzminimizetime 1s .
 
 ## soak: kill -9 the ledger SOAK_TRIALS times mid-load and check every acknowledged transaction.
