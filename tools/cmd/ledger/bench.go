@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -63,6 +64,7 @@ type benchReport struct {
 	CommitP999  time.Duration `json:"commit_p999_ns"`
 	PeakRSS     uint64        `json:"peak_rss_bytes,omitempty"`
 	FailedCalls uint64        `json:"failed_calls,omitempty"`
+	FirstError  string        `json:"first_error,omitempty"` // of the failed calls
 }
 
 func runBench(c *cli.Context) error {
@@ -109,7 +111,7 @@ func printReport(w io.Writer, r *benchReport) {
 		fmt.Fprintf(tw, "peak RSS\t%.1f MiB\n", float64(r.PeakRSS)/(1<<20))
 	}
 	if r.FailedCalls > 0 {
-		fmt.Fprintf(tw, "failed calls\t%d\n", r.FailedCalls)
+		fmt.Fprintf(tw, "failed calls\t%d, the first: %s\n", r.FailedCalls, r.FirstError)
 	}
 	_ = tw.Flush()
 }
@@ -198,6 +200,12 @@ func benchRemote(c *cli.Context) (benchReport, error) {
 	share, rate := c.Float64("transfer-share"), c.Float64("rate")
 	var ops, failed atomic.Uint64
 	var lat latencies
+	// A refused op (an *InputError: its account is above the server's
+	// MaxAccounts, say) would be refused in every call: the run stops at
+	// the first and reports it instead of counting failures.
+	var firstErr atomic.Pointer[error]
+	run, stopRun := context.WithCancel(ctx)
+	defer stopRun()
 	deadline := time.Now().Add(c.Duration("duration"))
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -210,7 +218,7 @@ func benchRemote(c *cli.Context) (benchReport, error) {
 				interval = time.Duration(float64(time.Second) * float64(batch) * float64(subs) / rate)
 			}
 			next := time.Now()
-			for time.Now().Before(deadline) {
+			for time.Now().Before(deadline) && run.Err() == nil {
 				if interval > 0 {
 					if d := time.Until(next); d > 0 {
 						time.Sleep(d) // pacing the offered load
@@ -229,7 +237,12 @@ func benchRemote(c *cli.Context) (benchReport, error) {
 				}
 				if err != nil {
 					failed.Add(1)
-					if ctx.Err() != nil {
+					firstErr.CompareAndSwap(nil, &err)
+					var ie *ledger.InputError
+					if errors.As(err, &ie) {
+						stopRun()
+					}
+					if run.Err() != nil {
 						return
 					}
 					continue
@@ -246,10 +259,18 @@ func benchRemote(c *cli.Context) (benchReport, error) {
 	elapsed := time.Since(start)
 	close(stop)
 	pg.Wait()
+	var ie *ledger.InputError
+	if e := firstErr.Load(); e != nil && errors.As(*e, &ie) {
+		return benchReport{}, fmt.Errorf("bench: the server refused the ops (is --accounts %d above its MaxAccounts?): %w", accounts, *e)
+	}
 	p50, p99, p999, _ := lat.quantiles(0)
-	return benchReport{Mode: "tcp " + c.String("addr"), Ops: ops.Load(), Elapsed: elapsed,
+	rep := benchReport{Mode: "tcp " + c.String("addr"), Ops: ops.Load(), Elapsed: elapsed,
 		Throughput: float64(ops.Load()) / elapsed.Seconds(), Batch: batch, Submitters: subs,
-		CommitP50: p50, CommitP99: p99, CommitP999: p999, FailedCalls: failed.Load()}, nil
+		CommitP50: p50, CommitP99: p99, CommitP999: p999, FailedCalls: failed.Load()}
+	if e := firstErr.Load(); e != nil {
+		rep.FirstError = (*e).Error()
+	}
+	return rep, nil
 }
 
 func randomOp(r *rand.Rand, accounts uint64, share float64) ledger.Op {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,6 +22,20 @@ func TestBenchRemoteJSON(t *testing.T) {
 	assert.Positive(t, rep.CommitP99)
 	assert.Zero(t, rep.FailedCalls)
 	assert.Contains(t, stderr, "tx/s", "progress line")
+}
+
+// TestBenchRemoteRefused: ops the server refuses (accounts above its 1000)
+// end the run at once with the server's reason and status 1, instead of a
+// report of zero ops and many failed calls.
+func TestBenchRemoteRefused(t *testing.T) {
+	addr := startServer(t)
+	start := time.Now()
+	_, stderr, code := runApp(t, "bench", "--addr", addr, "--duration", "20s", "--batch", "64",
+		"--accounts", "1000000", "--progress-every", "0")
+	require.Equal(t, 1, code, stderr)
+	assert.Less(t, time.Since(start), 10*time.Second, "the run stops at the first refusal")
+	assert.Contains(t, stderr, "refused the ops")
+	assert.Contains(t, stderr, "MaxAccounts is 1000")
 }
 
 func TestBenchRemoteTable(t *testing.T) {
