@@ -49,6 +49,9 @@ var (
 	ErrIncompatible = errors.New("ledger: incompatible data directory")
 	// ErrCorrupt is wrapped by every *CorruptError.
 	ErrCorrupt = errors.New("ledger: corrupt data")
+	// ErrNoLedger: Verify or Dump was given a directory that holds no
+	// ledger store (empty, or something else).
+	ErrNoLedger = errors.New("ledger: not a ledger directory")
 	// ErrLocked: Open, Verify or Dump found the directory locked by a ledger
 	// open in another process or in this one. Verify and Dump read closed
 	// directories only.

@@ -3,6 +3,8 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -17,6 +19,15 @@ func openOffline(fs vfs.FS, dir string) (*pebble.DB, meta, error) {
 	}
 	if _, err := fs.Stat(dir); err != nil {
 		return nil, meta{}, fmt.Errorf("ledger: %w", err)
+	}
+	// Look for pebble's manifest marker first: pebble.Open, even read-only,
+	// creates its LOCK file, and the offline tools write nothing.
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil, meta{}, fmt.Errorf("ledger: %w", err)
+	}
+	if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "marker.manifest.") }) {
+		return nil, meta{}, fmt.Errorf("%w: %s holds no pebble store", ErrNoLedger, dir)
 	}
 	db, err := pebble.Open(dir, &pebble.Options{FS: fs, ReadOnly: true, Logger: quietLogger{}})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -174,6 +175,15 @@ func TestVerifyTornTailIsNoFinding(t *testing.T) {
 func TestOfflineToolsRefuseNonLedger(t *testing.T) {
 	_, err := Verify(t.TempDir() + "/missing")
 	require.Error(t, err)
+	// An empty directory (or one of something else) is no ledger, and the
+	// tools leave it as it was: no LOCK file appears in it.
+	empty := t.TempDir()
+	_, err = Verify(empty)
+	require.ErrorIs(t, err, ErrNoLedger)
+	require.ErrorIs(t, Dump(empty, 0, 0, &bytes.Buffer{}), ErrNoLedger)
+	left, err := os.ReadDir(empty)
+	require.NoError(t, err)
+	require.Empty(t, left)
 	dir := t.TempDir()
 	withDB(t, dir, func(db *pebble.DB) { require.NoError(t, db.Set([]byte("x"), nil, pebble.Sync)) })
 	_, err = Verify(dir)
