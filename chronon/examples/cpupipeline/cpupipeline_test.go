@@ -1,6 +1,7 @@
 package cpupipeline_test
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -77,4 +78,21 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestBadParamsRefused: out-of-range unit parameters fail Load with the
+// unit's line, instead of being replaced by a default or running.
+func TestBadParamsRefused(t *testing.T) {
+	for _, c := range []struct{ from, to, want string }{
+		{"width: 4, budget: 0", "width: -4, budget: 0", "width -4 is negative"},
+		{"flush_prob: 0.001", "flush_prob: 0.5", "flush_prob 0.5 out of range"},
+		{"commit_target: 1000000, width: 4", "commit_target: 1000000, width: -1", "width -1 is negative"},
+		{"params: {id: 0}", "params: {id: 7}", "id 7 out of range"},
+	} {
+		src := strings.Replace(string(cpupipeline.Topology), c.from, c.to, 1)
+		require.NotEqual(t, string(cpupipeline.Topology), src, "the topology no longer has %q", c.from)
+		_, _, _, err := cpupipeline.Load([]byte(src))
+		require.ErrorContains(t, err, c.want)
+		require.ErrorContains(t, err, "cpu.yaml:")
+	}
 }

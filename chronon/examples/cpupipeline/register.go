@@ -32,6 +32,9 @@ func Register(r *chronon.Registry) {
 		if p.FlushProb < 0 || p.FlushProb > 0.125 {
 			return nil, fmt.Errorf("flush_prob %v out of range [0, 0.125]", p.FlushProb)
 		}
+		if p.Width < 0 {
+			return nil, fmt.Errorf("width %d is negative (0 means the default, 4)", p.Width)
+		}
 		return NewFetch(p), nil
 	})
 	chronon.Register(r, "cpu.decode", func(string, struct{}) (chronon.Unit, error) { return NewDecode(), nil })
@@ -43,7 +46,12 @@ func Register(r *chronon.Registry) {
 	})
 	chronon.Register(r, "cpu.l2", func(string, struct{}) (chronon.Unit, error) { return NewL2(), nil })
 	chronon.Register(r, "cpu.flush", func(string, struct{}) (chronon.Unit, error) { return NewFlushEngine(), nil })
-	chronon.Register(r, "cpu.writeback", func(_ string, p WritebackParams) (chronon.Unit, error) { return NewWriteback(p), nil })
+	chronon.Register(r, "cpu.writeback", func(_ string, p WritebackParams) (chronon.Unit, error) {
+		if p.Width < 0 {
+			return nil, fmt.Errorf("width %d is negative (0 means the default, 4)", p.Width)
+		}
+		return NewWriteback(p), nil
+	})
 }
 
 // Load builds the pipeline from a topology (Topology if src is nil) and
