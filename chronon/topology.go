@@ -27,12 +27,14 @@ type TopologyError struct {
 	Err  error
 }
 
-// Error returns "file:line: message".
+// Error returns "file:line: message". The message of a chronon error
+// drops its "chronon: " prefix there: the position already says where.
 func (e *TopologyError) Error() string {
+	msg := strings.TrimPrefix(e.Err.Error(), "chronon: ")
 	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, msg)
 	}
-	return fmt.Sprintf("%s: %v", e.File, e.Err)
+	return fmt.Sprintf("%s: %s", e.File, msg)
 }
 
 // Unwrap returns the underlying error.
