@@ -115,6 +115,13 @@ func TestUsageErrors(t *testing.T) {
 		require.Equal(t, 2, code, "%v: %s", args, stderr)
 		require.NotEmpty(t, stderr, args)
 	}
+	// Configuration out of range, for the ledger or for the server.
+	for _, flag := range [][]string{{"--max-conns", "-1"}, {"--max-accounts", "1099511627776"}} {
+		args := append([]string{"serve", "--dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "off"}, flag...)
+		_, stderr, code := runApp(t, args...)
+		require.Equal(t, 2, code, "%v: %s", flag, stderr)
+		require.Contains(t, stderr, "invalid config", flag)
+	}
 	// A negative id reaches the flag parser first; the message is about
 	// the argument, not about an unknown flag.
 	_, stderr, code := runApp(t, "deposit", "-3", "5")

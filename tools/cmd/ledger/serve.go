@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -66,6 +67,9 @@ func serve(c *cli.Context) error {
 	defer stop()
 	l, err := ledger.Open(ledger.Config{Dir: c.String("dir"), MaxAccounts: c.Uint64("max-accounts"),
 		WaitStrategy: ws, SnapshotEvery: c.Int64("snapshot-every")})
+	if errors.Is(err, ledger.ErrConfig) {
+		return exitcode.Usage("serve: %v", err)
+	}
 	if err != nil {
 		return fmt.Errorf("open %s: %w", c.String("dir"), err)
 	}
@@ -89,6 +93,9 @@ func serve(c *cli.Context) error {
 	}
 	if err != nil {
 		_ = l.Close()
+		if errors.Is(err, server.ErrConfig) {
+			return exitcode.Usage("serve: %v", err) // a flag out of range
+		}
 		return err
 	}
 	x, _ := l.Indexes()
