@@ -245,6 +245,17 @@ func writeClaim(t *testing.T, db *pebble.DB, cfg *Config, txID uint64, refs bool
 	return r
 }
 
+// filledTo100 fills the ledger of cfg with 100 transactions, closes it, and
+// returns the indexes and balances it reopens to: the truth a forged
+// snapshot is judged against.
+func filledTo100(t *testing.T, cfg Config) (Indexes, []int64) {
+	t.Helper()
+	fillLedger(t, cfg, 100)
+	_, x, bal, err := openState(t, cfg)
+	require.NoError(t, err)
+	return x, bal
+}
+
 // TestFuzzySnapshotInconsistentRefused: a checksum-valid snapshot whose
 // chunk value was never the account's balance in its window is refused,
 // naming the snapshot, by Open and by Verify.
@@ -271,9 +282,7 @@ func TestFuzzySnapshotInconsistentRefused(t *testing.T) {
 // 91..100) opens to the true state and verifies.
 func TestFuzzySnapshotWindowConsistent(t *testing.T) {
 	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALRetention: -1}
-	fillLedger(t, cfg, 100)
-	_, wantX, wantBal, err := openState(t, cfg)
-	require.NoError(t, err)
+	wantX, wantBal := filledTo100(t, cfg)
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
 		writeClaim(t, db, &cfg, 90, false, nil)
 	})
@@ -293,9 +302,7 @@ func TestFuzzySnapshotWindowConsistent(t *testing.T) {
 // record to the current version.
 func TestFormatV1Upgrade(t *testing.T) {
 	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALRetention: -1}
-	fillLedger(t, cfg, 100)
-	_, wantX, wantBal, err := openState(t, cfg)
-	require.NoError(t, err)
+	wantX, wantBal := filledTo100(t, cfg)
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
 		r := writeClaim(t, db, &cfg, 100, true, nil)
 		// Rewrite as format 1: its manifest has no tx_end.
@@ -374,9 +381,7 @@ func TestFuzzySnapshotAnchorsPrunedWAL(t *testing.T) {
 // chunk value it never had, which both Verify and Open must report.
 func fuzzyAnchor(t *testing.T, bad bool) {
 	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALRetention: -1, WALMaxBatch: 8}
-	fillLedger(t, cfg, 100)
-	_, wantX, wantBal, err := openState(t, cfg)
-	require.NoError(t, err)
+	wantX, wantBal := filledTo100(t, cfg)
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
 		r, err := recoverState(db, &Config{MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
 		require.NoError(t, err)
