@@ -2,6 +2,10 @@
 MODULES := $(shell sed -n 's|^[[:space:]]*\./\([A-Za-z0-9_/-]*\)[[:space:]]*$$|\1|p' go.work)
 ROOT    := $(CURDIR)
 LINTMOD := $(ROOT)/internal/lint
+# Modules outside the workspace: the lint tools, and the release tool that
+# builds the worktree proxy (it needs golang.org/x/mod, which no library does).
+TOOLMODS := internal/lint internal/release
+RELEASE  = cd $(ROOT)/internal/release && GOWORK=off go run . -root $(ROOT)
 # staticcheck and benchstat are pinned as tools in internal/lint/go.mod, a module
 # outside the workspace, so library modules never inherit their dependencies.
 STATICCHECK = $(shell cd $(LINTMOD) && GOWORK=off go tool -n staticcheck)
@@ -9,10 +13,11 @@ BENCHSTAT   = $(shell cd $(LINTMOD) && GOWORK=off go tool -n benchstat)
 COUNT ?= 5
 BENCH ?= .
 
-.PHONY: test race norace vet staticcheck lint bench fmt-check tidy-check modules gowork-off run fuzz soak
+.PHONY: test race norace consumer vet staticcheck lint bench fmt-check tidy tidy-check modules gowork-off release run fuzz soak
 
-## test: vet, staticcheck and the race-enabled tests of every module (THE test command).
-test: lint race norace
+## test: vet, staticcheck, the race-enabled tests of every module, and the
+## consumer test (THE test command).
+test: lint race norace consumer
 
 race:
 	@set -e; for m in $(MODULES); do echo "== test $$m"; (cd $$m && go test -race -count=1 ./...); done
@@ -22,11 +27,19 @@ race:
 norace:
 	@echo "== test ringbuf (no race detector)"; cd ringbuf && go test -count=1 ./...
 
+## consumer: the release tool's tests, among them TestConsumer: go get every
+## module and go install both programs from a file proxy of the working tree,
+## with the workspace off and no network.
+consumer:
+	@echo "== test internal/release (consumer)"; cd internal/release && GOWORK=off go test -race -count=1 ./...
+
 vet:
 	@set -e; for m in $(MODULES); do echo "== vet $$m"; (cd $$m && go vet ./...); done
+	@set -e; for m in $(TOOLMODS); do echo "== vet $$m"; (cd $$m && GOWORK=off go vet ./...); done
 
 staticcheck:
 	@set -e; sc="$(STATICCHECK)"; for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $$sc ./...); done
+	@set -e; sc="$(STATICCHECK)"; cd internal/release && echo "== staticcheck internal/release" && GOWORK=off $$sc ./...
 
 lint: vet staticcheck
 
@@ -34,19 +47,28 @@ bench:
 	@set -e; for m in $(MODULES); do echo "== bench $$m"; (cd $$m && go test -run '^$$' -bench '$(BENCH)' -benchmem -count=$(COUNT) ./...); done
 
 fmt-check:
-	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $(MODULES) $(TOOLMODS)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## tidy, tidy-check: go mod tidy every module against the worktree proxy, on
+## a copy; committed files keep sibling requirements at the release version
+## and third-party hashes only (see CONTRIBUTING.md).
+tidy:
+	@$(RELEASE) tidy $(TOOLMODS)
 
 tidy-check:
-	@set -e; for m in $(MODULES) internal/lint; do \
-		(cd $$m && cp go.mod /tmp/lw.go.mod.bak && { [ -f go.sum ] && cp go.sum /tmp/lw.go.sum.bak || rm -f /tmp/lw.go.sum.bak; } && \
-		GOWORK=off go mod tidy && \
-		if ! cmp -s go.mod /tmp/lw.go.mod.bak || { [ -f /tmp/lw.go.sum.bak ] && ! cmp -s go.sum /tmp/lw.go.sum.bak; }; then \
-			echo "go mod tidy changes $$m"; cp /tmp/lw.go.mod.bak go.mod; [ -f /tmp/lw.go.sum.bak ] && cp /tmp/lw.go.sum.bak go.sum; exit 1; fi); \
-	done
+	@$(RELEASE) tidy -check $(TOOLMODS)
 
-## gowork-off: every module builds and vets on its own, through its relative replaces.
+## gowork-off: every module builds and vets on its own (GOWORK=off), its
+## siblings resolved from a file proxy of the working tree.
 gowork-off:
-	@set -e; for m in $(MODULES); do echo "== GOWORK=off $$m"; (cd $$m && GOWORK=off go vet ./...); done
+	@$(RELEASE) gowork-off
+
+## release: make release VERSION=v0.2.0 moves every sibling requirement to
+## VERSION in one commit and tags every module there in dependency order.
+## It refuses a dirty tree and pushes nothing.
+release:
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=v0.2.0"; exit 2; }
+	@$(RELEASE) tag $(VERSION)
 
 modules:
 	@echo $(MODULES)

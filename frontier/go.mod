@@ -3,11 +3,9 @@ module github.com/lanework/lanework/frontier
 go 1.26
 
 require (
-	github.com/lanework/lanework/ringbuf v0.0.0
+	github.com/lanework/lanework/ringbuf v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )
 
 require go.yaml.in/yaml/v3 v3.0.5 // indirect
-
-replace github.com/lanework/lanework/ringbuf => ../ringbuf

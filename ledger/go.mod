@@ -4,8 +4,8 @@ go 1.26
 
 require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
-	github.com/lanework/lanework/pressure v0.0.0
-	github.com/lanework/lanework/ringbuf v0.0.0
+	github.com/lanework/lanework/pressure v0.1.0
+	github.com/lanework/lanework/ringbuf v0.1.0
 	github.com/stretchr/testify v1.12.1
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	go.uber.org/goleak v1.3.0
@@ -44,9 +44,4 @@ require (
 	golang.org/x/sys v0.18.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
 	google.golang.org/protobuf v1.33.0 // indirect
-)
-
-replace (
-	github.com/lanework/lanework/pressure => ../pressure
-	github.com/lanework/lanework/ringbuf => ../ringbuf
 )

@@ -3,9 +3,9 @@ module github.com/lanework/lanework/tools
 go 1.26
 
 require (
-	github.com/lanework/lanework/chronon v0.0.0
-	github.com/lanework/lanework/ledger v0.0.0
-	github.com/lanework/lanework/pressure v0.0.0
+	github.com/lanework/lanework/chronon v0.1.0
+	github.com/lanework/lanework/ledger v0.1.0
+	github.com/lanework/lanework/pressure v0.1.0
 	github.com/stretchr/testify v1.12.1
 	github.com/urfave/cli/v2 v2.27.7
 	go.uber.org/goleak v1.3.0
@@ -49,18 +49,9 @@ require (
 
 require (
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
-	github.com/lanework/lanework/frontier v0.0.0 // indirect
-	github.com/lanework/lanework/ringbuf v0.0.0 // indirect
+	github.com/lanework/lanework/frontier v0.1.0 // indirect
+	github.com/lanework/lanework/ringbuf v0.1.0 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 )
-
-replace (
-	github.com/lanework/lanework/chronon => ../chronon
-	github.com/lanework/lanework/frontier => ../frontier
-	github.com/lanework/lanework/pressure => ../pressure
-	github.com/lanework/lanework/ringbuf => ../ringbuf
-)
-
-replace github.com/lanework/lanework/ledger => ../ledger

@@ -27,6 +27,7 @@ import (
 	"github.com/lanework/lanework/chronon/examples/cpupipeline"
 	"github.com/lanework/lanework/chronon/examples/minimal"
 	"github.com/lanework/lanework/tools/internal/exitcode"
+	"github.com/lanework/lanework/tools/internal/version"
 )
 
 func main() {
@@ -55,6 +56,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Usage:           "run cycle-accurate chronon simulations",
 		Writer:          stdout,
 		ErrWriter:       stderr,
+		Version:         version.String(),
+		Description:     `EXIT STATUS:
+   0    success, or a termination request with code 0
+   N    the code of a termination request (1-125)
+   1    a failed run (a unit fault, an I/O error writing counters or trace)
+   2    an invalid topology or bad usage
+   130  interrupted (SIGINT); 143  terminated (SIGTERM): output up to the last whole cycle chunk is kept`,
 		HideHelpCommand: true,
 		OnUsageError:    onUsageError,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main decides the status

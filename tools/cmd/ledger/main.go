@@ -25,6 +25,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lanework/lanework/tools/internal/exitcode"
+	"github.com/lanework/lanework/tools/internal/version"
 )
 
 func main() {
@@ -59,6 +60,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Usage:           "serve and use a lanework ledger",
 		Writer:          stdout,
 		ErrWriter:       stderr,
+		Version:         version.String(),
+		Description:     `EXIT STATUS:
+   0    success, including an idempotent retry that finds its transaction already applied
+   1    failure: a transaction that executed but failed (insufficient funds, ...), a server
+        or storage error, or a bench run with failed calls
+   2    bad usage: unknown command or flag, a malformed argument
+   130  interrupted (SIGINT); 143  terminated (SIGTERM)`,
 		HideHelpCommand: true,
 		OnUsageError:    onUsageError,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main decides the status
