@@ -161,7 +161,7 @@ func (m *Merger[T]) refresh() {
 	nt := &m.notify
 	for w := range nt.n {
 		word := nt.word(w)
-		if word.Load() == 0 { // a plain load: no cache-line ownership taken
+		if word.Load() == 0 { // a load only shares the line; Swap would take it exclusively
 			continue
 		}
 		for b := word.Swap(0); b != 0; b &= b - 1 {

@@ -4,7 +4,7 @@ import "sync/atomic"
 
 // fence orders the caller's earlier stores before its later loads.
 //
-// The Dekker handshake in the package comment needs the publisher's store of
+// The Dekker handshake beside Manager.Wake needs the publisher's store of
 // the item to precede its load of the level in the single total order of
 // sequentially consistent operations. lanework's rings publish with release
 // stores (ringbuf/release.go), which on amd64 are plain stores: the CPU may

@@ -114,6 +114,30 @@ func (m *Manager) Register(name string) (*Stage, error) {
 // fence on a private word and two atomic loads: it writes no shared cache
 // line.
 func (m *Manager) Wake() {
+	// Why no wakeup is lost: a Dekker handshake.
+	//
+	//  1. A stage parks in two OnEmpty calls. The first announces the park:
+	//     it stores the stage's parking flag, then adds one to the parked
+	//     count (A). The caller then polls its input (P); only the next
+	//     OnEmpty parks. The announcement is withdrawn (flag, then count)
+	//     only after the stage has woken or found work.
+	//  2. A publisher stores the item (S), then loads the parked count here
+	//     (W). The manager's words are sync/atomic, sequentially consistent
+	//     in the Go memory model; S need not be: ringbuf publishes with a
+	//     release store, a plain MOV on amd64 outside race builds. fence
+	//     (a sequentially consistent read-modify-write) orders S before W
+	//     all the same (see fence.go).
+	//  3. If W sees a non-zero count, every flagged stage gets a wake token:
+	//     a permit (chan struct{} of capacity 1, sent without blocking), so
+	//     a token sent before the park makes the park return at once.
+	//
+	// Take a park that no token ends. If S precedes P, the poll sees the item
+	// and the stage does not park. Otherwise A < P < S < W, so W sees A's
+	// increment, not yet withdrawn, the flag stored before A is visible to
+	// the later load of it, and the token is sent: a contradiction. Stage.Wake
+	// loads its stage's flag directly as W; the flag is stored before A, so
+	// the same argument holds. Extra tokens (several wakers, leaving Idle)
+	// only make a later park return early, and the caller polls again.
 	fence() // the caller's publication precedes our loads of level and parked
 	if !isHigh(m.state.Load()) && m.raise() {
 		return
@@ -140,7 +164,7 @@ func (m *Manager) raise() bool {
 }
 
 // unparkParked gives a wake token to every stage that has announced a park
-// (see the package comment for why this loses no wakeup).
+// (see Manager.Wake for why this loses no wakeup).
 func (m *Manager) unparkParked() {
 	if m.parked.Load() == 0 {
 		return

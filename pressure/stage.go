@@ -82,7 +82,7 @@ func (s *Stage) Wake() {
 //
 // A stage parks in two calls: the first announces the park and returns true,
 // and the second parks, so the caller's poll between them is the re-check
-// that makes the park safe (see the package comment). It announces when it
+// that makes the park safe (see Manager.Wake). It announces when it
 // finds the level Idle, or (except under LowLatency) when it has no spin slot
 // and has yielded for the strategy's yield budget: stages that poll without a
 // slot would keep every P busy, and then the Go scheduler, which polls the
@@ -265,7 +265,7 @@ func (s *Stage) tick(st uint32) {
 // with sequentially consistent stores, that the stage is about to park.
 // After it the caller polls its input once more and the next OnEmpty parks;
 // a publisher whose Wake comes after that poll sees the announcement (see
-// the package comment). The last stage to announce moves the level to Idle:
+// Manager.Wake). The last stage to announce moves the level to Idle:
 // then no stage has work, whatever the streak clocks say.
 func (s *Stage) announce() {
 	s.endSpin()
