@@ -37,6 +37,9 @@ type Config struct {
 	// returns. It must not block for long: the next call waits for it.
 	Progress      func(Progress)
 	ProgressEvery time.Duration
+	// Stop, if not nil, ends the run early when closed, as if Duration had
+	// elapsed: Run waits for what was submitted and reports it.
+	Stop <-chan struct{}
 }
 
 // Progress is what Config.Progress receives during a run.
@@ -193,6 +196,15 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	return r, nil
 }
 
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false // also for a nil c
+	}
+}
+
 // report calls cfg.Progress every cfg.ProgressEvery until stop is closed.
 // lat returns the commit latencies recorded from index since on, and the
 // new total.
@@ -232,7 +244,7 @@ func submitLoop(ctx context.Context, l *ledger.Ledger, cfg *Config, g int, start
 	for {
 		if n&255 == 0 {
 			now := time.Now()
-			if now.After(deadline) || ctx.Err() != nil {
+			if now.After(deadline) || ctx.Err() != nil || closed(cfg.Stop) {
 				return n, ctx.Err()
 			}
 			if perG > 0 { // pace: sleep until op n is due

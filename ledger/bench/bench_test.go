@@ -105,3 +105,22 @@ func TestHarnessProgress(t *testing.T) {
 	assert.LessOrEqual(t, last.Committed, r.Ops)
 	assert.Equal(t, 3, last.Stats.Pressure.Stages)
 }
+
+// TestHarnessStop: closing Stop ends a long run early with a report of what
+// ran, not an error.
+func TestHarnessStop(t *testing.T) {
+	stop := make(chan struct{})
+	cfg := Config{Dir: t.TempDir(), Accounts: 10_000, Submitters: 2, Duration: time.Minute, Stop: stop}
+	cfg.Progress = func(Progress) { // the first report: the run is under way
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+	}
+	cfg.ProgressEvery = 100 * time.Millisecond
+	r, err := Run(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Positive(t, r.Ops)
+	require.Less(t, r.Elapsed, 30*time.Second)
+}

@@ -19,10 +19,10 @@ func benchCommand() *cli.Command {
 		Name:  "bench",
 		Usage: "measure the minimal model, the CPU pipeline and Build, sequentially, observation off",
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "count", Value: 5, Usage: "runs per benchmark; the median is reported"},
-			&cli.Uint64Flag{Name: "minimal-cycles", Value: 20_000_000, Usage: "cycles per minimal run"},
-			&cli.Uint64Flag{Name: "pipeline-cycles", Value: 1_000_000, Usage: "cycles per CPU pipeline run"},
-			&cli.IntFlag{Name: "build-units", Value: 10_000, Usage: "units (with 4 edges each) per Build run"},
+			&cli.IntFlag{Name: "count", Value: 5, EnvVars: []string{"CHRONON_BENCH_COUNT"}, Usage: "runs per benchmark; the median is reported"},
+			&cli.Uint64Flag{Name: "minimal-cycles", Value: 20_000_000, EnvVars: []string{"CHRONON_BENCH_MINIMAL_CYCLES"}, Usage: "cycles per minimal run"},
+			&cli.Uint64Flag{Name: "pipeline-cycles", Value: 1_000_000, EnvVars: []string{"CHRONON_BENCH_PIPELINE_CYCLES"}, Usage: "cycles per CPU pipeline run"},
+			&cli.IntFlag{Name: "build-units", Value: 10_000, EnvVars: []string{"CHRONON_BENCH_BUILD_UNITS"}, Usage: "units (with 4 edges each) per Build run"},
 		},
 		Action: bench,
 	}

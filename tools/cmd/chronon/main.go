@@ -16,6 +16,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -27,11 +28,14 @@ import (
 	"github.com/lanework/lanework/chronon/examples/cpupipeline"
 	"github.com/lanework/lanework/chronon/examples/minimal"
 	"github.com/lanework/lanework/tools/internal/exitcode"
+	"github.com/lanework/lanework/tools/internal/interrupt"
 	"github.com/lanework/lanework/tools/internal/version"
 )
 
 func main() {
-	err := newApp(os.Stdout, os.Stderr).Run(os.Args)
+	ctx, stop := interrupt.Context(context.Background())
+	err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args)
+	stop()
 	if err != nil {
 		msg := err.Error()
 		if !strings.HasPrefix(msg, "chronon: ") { // the library's errors name it already
@@ -52,12 +56,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		c.OnUsageError = onUsageError // a short message and status 2, not the help page
 	}
 	return &cli.App{
-		Name:            "chronon",
-		Usage:           "run cycle-accurate chronon simulations",
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		Version:         version.String(),
-		Description:     `EXIT STATUS:
+		Name:      "chronon",
+		Usage:     "run cycle-accurate chronon simulations",
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Version:   version.String(),
+		Description: `EXIT STATUS:
    0    success, or a termination request with code 0
    N    the code of a termination request (1-125)
    1    a failed run (a unit fault, an I/O error writing counters or trace)
@@ -89,4 +93,13 @@ func topologyArg(c *cli.Context) (string, error) {
 		return "", exitcode.Usage("%s: want exactly one topology file, got %d arguments", c.Command.Name, c.NArg())
 	}
 	return c.Args().First(), nil
+}
+
+func quietFlag() *cli.BoolFlag {
+	return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, EnvVars: []string{"CHRONON_QUIET"},
+		Usage: "no progress or engine notes on stderr (progress is only ever drawn on a terminal)"}
+}
+
+func jsonFlag(usage string) *cli.BoolFlag {
+	return &cli.BoolFlag{Name: "json", EnvVars: []string{"CHRONON_JSON"}, Usage: usage}
 }

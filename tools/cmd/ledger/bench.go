@@ -21,6 +21,8 @@ import (
 	"github.com/lanework/lanework/ledger/client"
 	"github.com/lanework/lanework/pressure"
 	"github.com/lanework/lanework/tools/internal/exitcode"
+	"github.com/lanework/lanework/tools/internal/interrupt"
+	"github.com/lanework/lanework/tools/internal/progress"
 )
 
 func benchCommand() *cli.Command {
@@ -30,7 +32,9 @@ func benchCommand() *cli.Command {
 		Description: "Without --addr, runs the ledger's benchmark harness on a fresh ledger in --dir (a temporary\n" +
 			"directory by default, removed afterwards). With --addr, drives a running server over TCP with\n" +
 			"random deposits and transfers, --batch ops per submit, each waited for until committed.\n" +
-			"A progress line goes to stderr every second; the final table (or --json) to stdout.",
+			"On a terminal, a progress bar on stderr shows the last whole interval's rate; the final table\n" +
+			"(or --json) goes to stdout. SIGINT or SIGTERM ends the run early: the report covers what ran,\n" +
+			"the temporary directory is removed, and the exit status is 130 or 143. Failed calls exit 1.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", EnvVars: []string{"LEDGER_ADDR"}, Usage: "server to drive; empty: in process"},
 			&cli.StringFlag{Name: "dir", Usage: "in process: ledger directory, must be new or empty (default: a temporary one)"},
@@ -43,7 +47,9 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "conns", Value: 2, Usage: "with --addr: pooled connections"},
 			waitStrategyFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print the final report as JSON"},
-			&cli.DurationFlag{Name: "progress-every", Value: time.Second, Usage: "in process: interval of the progress line (0: none)"},
+			&cli.DurationFlag{Name: "progress-every", Value: time.Second, EnvVars: []string{"LEDGER_PROGRESS_EVERY"},
+				Usage: "interval of the progress bar, shown on a terminal only (0: none)"},
+			quietFlag(),
 		},
 		Action: runBench,
 	}
@@ -63,6 +69,7 @@ type benchReport struct {
 	CommitP99   time.Duration `json:"commit_p99_ns"`
 	CommitP999  time.Duration `json:"commit_p999_ns"`
 	PeakRSS     uint64        `json:"peak_rss_bytes,omitempty"`
+	Calls       uint64        `json:"calls,omitempty"` // with --addr: submit calls made
 	FailedCalls uint64        `json:"failed_calls,omitempty"`
 	FirstError  string        `json:"first_error,omitempty"` // of the failed calls
 }
@@ -87,10 +94,26 @@ func runBench(c *cli.Context) error {
 	if c.Bool("json") {
 		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printReport(c.App.Writer, &rep)
 	}
-	printReport(c.App.Writer, &rep)
+	if e := interrupt.Cause(c.Context); e != nil {
+		return e
+	}
+	if rep.FailedCalls > 0 {
+		return cli.Exit(fmt.Sprintf("bench: %d of %d calls failed; the first: %s",
+			rep.FailedCalls, rep.Calls, rep.FirstError), 1)
+	}
 	return nil
+}
+
+// showProgress reports whether a progress bar goes to stderr at interval
+// every.
+func showProgress(c *cli.Context, every time.Duration) bool {
+	return every > 0 && !c.Bool("quiet") && progress.IsTerminal(c.App.ErrWriter)
 }
 
 func printReport(w io.Writer, r *benchReport) {
@@ -116,9 +139,9 @@ func printReport(w io.Writer, r *benchReport) {
 	_ = tw.Flush()
 }
 
-// benchLocal runs the ledger's harness in process, printing the harness's
-// progress reports (durable tx/s, commit latency of the last interval,
-// index lags, pressure level) as one live line on stderr.
+// benchLocal runs the ledger's harness in process, showing its progress
+// reports (durable tx/s and commit latency of the last whole interval,
+// index lags, pressure level) beside a bar of the run's duration.
 func benchLocal(c *cli.Context) (benchReport, error) {
 	ws, err := pressure.ParseWaitStrategy(c.String("wait-strategy"))
 	if err != nil {
@@ -133,23 +156,22 @@ func benchLocal(c *cli.Context) (benchReport, error) {
 	}
 	cfg := bench.Config{Dir: dir, Accounts: c.Uint64("accounts"), Submitters: c.Int("submitters"),
 		Duration: c.Duration("duration"), Rate: c.Float64("rate"), TransferShare: c.Float64("transfer-share"),
-		WaitStrategy: ws}
-	w := c.App.ErrWriter
-	printed := false
-	if every := c.Duration("progress-every"); every > 0 {
+		WaitStrategy: ws, Stop: c.Context.Done()}
+	var bar *progress.Bar
+	if every := c.Duration("progress-every"); showProgress(c, every) {
+		bar = progress.New(c.App.ErrWriter, true, cfg.Duration.Milliseconds(), "starting", every)
 		cfg.ProgressEvery = every
 		cfg.Progress = func(p bench.Progress) {
-			printed = true
 			x := p.Stats.Indexes
-			fmt.Fprintf(w, "\r%5.1fs %10.0f tx/s  p50 %-9v p99 %-9v lag seq>cmp %d cmp>com %d com>snap %d  pressure %s",
-				p.Elapsed.Seconds(), p.Throughput, p.CommitP50.Round(time.Microsecond), p.CommitP99.Round(time.Microsecond),
-				x.Sequenced-x.Computed, x.Computed-x.Committed, x.Committed-x.Snapshot, p.Stats.Pressure.Level)
+			bar.Set(p.Elapsed.Milliseconds(), fmt.Sprintf("%.0f tx/s  p50 %v p99 %v  lag seq>cmp %d cmp>com %d com>snap %d  pressure %s",
+				p.Throughput, p.CommitP50.Round(time.Microsecond), p.CommitP99.Round(time.Microsecond),
+				x.Sequenced-x.Computed, x.Computed-x.Committed, x.Committed-x.Snapshot, p.Stats.Pressure.Level))
 		}
 	}
-	r, err := bench.Run(c.Context, cfg)
-	if printed { // Run calls Progress from its goroutine, never after it returns
-		fmt.Fprintln(w)
-	}
+	// A signal closes cfg.Stop; the run then drains what it submitted, which
+	// must not be cut short by the same cancellation.
+	r, err := bench.Run(context.WithoutCancel(c.Context), cfg)
+	bar.Done(err == nil && c.Context.Err() == nil) // Run calls Progress from its goroutine, never after it returns
 	if err != nil {
 		return benchReport{}, err
 	}
@@ -189,7 +211,9 @@ func (l *latencies) quantiles(since int) (p50, p99, p999 time.Duration, n int) {
 // request in flight (a batch, or one op with --batch 1), waited for until
 // committed, optionally paced to --rate.
 func benchRemote(c *cli.Context) (benchReport, error) {
-	ctx, cancel := context.WithTimeout(c.Context, c.Duration("duration")+30*time.Second)
+	// Calls in flight when a signal arrives finish (within the timeout), so
+	// the report counts them; the signal only stops new ones (run).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), c.Duration("duration")+30*time.Second)
 	defer cancel()
 	cl, err := client.Dial(ctx, c.String("addr"), client.WithConns(c.Int("conns")))
 	if err != nil {
@@ -198,13 +222,13 @@ func benchRemote(c *cli.Context) (benchReport, error) {
 	defer cl.Close()
 	subs, batch, accounts := c.Int("submitters"), c.Int("batch"), max(c.Uint64("accounts"), 3)
 	share, rate := c.Float64("transfer-share"), c.Float64("rate")
-	var ops, failed atomic.Uint64
+	var ops, calls, failed atomic.Uint64
 	var lat latencies
 	// A refused op (an *InputError: its account is above the server's
 	// MaxAccounts, say) would be refused in every call: the run stops at
 	// the first and reports it instead of counting failures.
 	var firstErr atomic.Pointer[error]
-	run, stopRun := context.WithCancel(ctx)
+	run, stopRun := context.WithCancel(c.Context)
 	defer stopRun()
 	deadline := time.Now().Add(c.Duration("duration"))
 	start := time.Now()
@@ -235,6 +259,7 @@ func benchRemote(c *cli.Context) (benchReport, error) {
 				} else {
 					_, _, err = cl.SubmitBatch(ctx, buf, ledger.Committed)
 				}
+				calls.Add(1)
 				if err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, &err)
@@ -254,7 +279,10 @@ func benchRemote(c *cli.Context) (benchReport, error) {
 	}
 	stop := make(chan struct{})
 	var pg sync.WaitGroup
-	pg.Go(func() { progress(c.App.ErrWriter, cl, &ops, &lat, stop) })
+	if every := c.Duration("progress-every"); showProgress(c, every) {
+		bar := progress.New(c.App.ErrWriter, true, c.Duration("duration").Milliseconds(), "starting", every)
+		pg.Go(func() { remoteProgress(bar, every, cl, &ops, &lat, start, stop) })
+	}
 	wg.Wait()
 	elapsed := time.Since(start)
 	close(stop)
@@ -266,7 +294,7 @@ func benchRemote(c *cli.Context) (benchReport, error) {
 	p50, p99, p999, _ := lat.quantiles(0)
 	rep := benchReport{Mode: "tcp " + c.String("addr"), Ops: ops.Load(), Elapsed: elapsed,
 		Throughput: float64(ops.Load()) / elapsed.Seconds(), Batch: batch, Submitters: subs,
-		CommitP50: p50, CommitP99: p99, CommitP999: p999, FailedCalls: failed.Load()}
+		CommitP50: p50, CommitP99: p99, CommitP999: p999, Calls: calls.Load(), FailedCalls: failed.Load()}
 	if e := firstErr.Load(); e != nil {
 		rep.FirstError = (*e).Error()
 	}
@@ -285,36 +313,34 @@ func randomOp(r *rand.Rand, accounts uint64, share float64) ledger.Op {
 	return ledger.Deposit{Account: a, Amount: 1 + r.Uint64N(1000)}
 }
 
-// progress prints one line a second: throughput, latency of the last
-// second, and the server's index lags.
-func progress(w io.Writer, cl *client.Client, ops *atomic.Uint64, lat *latencies, stop <-chan struct{}) {
-	t := time.NewTicker(time.Second)
+// remoteProgress moves bar every interval with the throughput and latency
+// of that interval and the server's index lags. When the run ends it closes
+// the bar without a last rate: the time since the last tick is a partial
+// interval, and the report has the whole run's numbers.
+func remoteProgress(bar *progress.Bar, every time.Duration, cl *client.Client, ops *atomic.Uint64, lat *latencies,
+	start time.Time, stop <-chan struct{}) {
+	t := time.NewTicker(every)
 	defer t.Stop()
-	start, last, lastOps, lastN := time.Now(), time.Now(), uint64(0), 0
+	last, lastOps, lastN := start, uint64(0), 0
 	for {
-		final := false
 		select {
 		case <-stop:
-			final = true
-		case <-t.C:
-		}
-		now, n := time.Now(), ops.Load()
-		p50, p99, _, cnt := lat.quantiles(lastN)
-		lastN = cnt
-		rate := float64(n-lastOps) / max(now.Sub(last).Seconds(), 1e-3)
-		line := fmt.Sprintf("\r%5.1fs %10.0f tx/s  p50 %-9v p99 %-9v", now.Sub(start).Seconds(), rate,
-			p50.Round(time.Microsecond), p99.Round(time.Microsecond))
-		last, lastOps = now, n
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		if x, err := cl.Indexes(ctx); err == nil {
-			line += fmt.Sprintf(" lag seq>cmp %d cmp>com %d com>snap %d", x.Sequenced-x.Computed,
-				x.Computed-x.Committed, x.Committed-x.Snapshot)
-		}
-		cancel()
-		fmt.Fprint(w, line)
-		if final {
-			fmt.Fprintln(w)
+			bar.Done(time.Since(start) >= time.Duration(bar.Total())*time.Millisecond)
 			return
+		case now := <-t.C:
+			n := ops.Load()
+			p50, p99, _, cnt := lat.quantiles(lastN)
+			lastN = cnt
+			desc := fmt.Sprintf("%.0f tx/s  p50 %v p99 %v", float64(n-lastOps)/now.Sub(last).Seconds(),
+				p50.Round(time.Microsecond), p99.Round(time.Microsecond))
+			last, lastOps = now, n
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			if x, err := cl.Indexes(ctx); err == nil {
+				desc += fmt.Sprintf("  lag seq>cmp %d cmp>com %d com>snap %d", x.Sequenced-x.Computed,
+					x.Computed-x.Committed, x.Committed-x.Snapshot)
+			}
+			cancel()
+			bar.Set(now.Sub(start).Milliseconds(), desc)
 		}
 	}
 }

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +26,27 @@ func TestBenchRemoteJSON(t *testing.T) {
 	assert.Positive(t, rep.Throughput)
 	assert.Positive(t, rep.CommitP99)
 	assert.Zero(t, rep.FailedCalls)
-	assert.Contains(t, stderr, "tx/s", "progress line")
+	assert.Positive(t, rep.Calls)
+	assert.Empty(t, stderr, "no progress where stderr is not a terminal")
+}
+
+// TestBenchRemoteFailedCalls: calls that fail (the server goes away mid-run)
+// make bench exit 1 and say how many, after the report.
+func TestBenchRemoteFailedCalls(t *testing.T) {
+	addr, stop := startServerIn(t, t.TempDir())
+	res := make(chan [3]any, 1)
+	go func() {
+		out, stderr, code := runAppContext(context.Background(), "bench", "--addr", addr, "--duration", "2s",
+			"--batch", "16", "--accounts", "1000")
+		res <- [3]any{out, stderr, code}
+	}()
+	time.Sleep(500 * time.Millisecond) // let calls succeed first: the run's shape, not a race
+	stop()
+	r := <-res
+	out, stderr, code := r[0].(string), r[1].(string), r[2].(int)
+	require.Equal(t, 1, code, stderr)
+	assert.Contains(t, out, "failed calls", "the report still prints")
+	assert.Regexp(t, `bench: \d+ of \d+ calls failed; the first: `, stderr)
 }
 
 // TestBenchRemoteRefused: ops the server refuses (accounts above its 1000)
@@ -48,21 +73,63 @@ func TestBenchRemoteTable(t *testing.T) {
 }
 
 func TestBenchInProcess(t *testing.T) {
-	out, stderr, code := runApp(t, "bench", "--duration", "1s", "--accounts", "10000", "--dir", t.TempDir(), "--json",
-		"--progress-every", "100ms")
+	out, stderr, code := runAppTTY(context.Background(), "bench", "--duration", "1s", "--accounts", "10000",
+		"--dir", t.TempDir(), "--json", "--progress-every", "100ms")
 	require.Equal(t, 0, code, stderr)
 	var rep benchReport
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
 	assert.Equal(t, "in-process", rep.Mode)
 	assert.Positive(t, rep.Throughput)
-	// the live line: one \r-rewritten line, ended by one newline
-	lines := strings.Split(strings.TrimPrefix(stderr, "\r"), "\r")
-	require.GreaterOrEqual(t, len(lines), 3, "about ten progress lines in 1 s: %q", stderr)
-	assert.Regexp(t, `^ *\d+\.\ds +\d+ tx/s  p50 \S+ +p99 \S+ +lag seq>cmp \d+ cmp>com \d+ com>snap \d+  pressure (idle|low|high)$`, lines[1])
+	// a bar on the terminal, redrawn with the last whole interval's numbers
+	assert.Contains(t, stderr, "100%")
+	assert.Regexp(t, `\d+ tx/s  p50 \S+ p99 \S+  lag seq>cmp \d+ cmp>com \d+ com>snap \d+  pressure (idle|low|high)`, stderr)
 	assert.True(t, strings.HasSuffix(stderr, "\n"))
-	assert.Equal(t, 1, strings.Count(stderr, "\n"))
 
-	_, stderr, code = runApp(t, "bench", "--duration", "200ms", "--accounts", "1000", "--dir", t.TempDir(), "--progress-every", "0")
+	for _, args := range [][]string{{"--progress-every", "0"}, {"--quiet"}} {
+		_, stderr, code = runAppTTY(context.Background(), append([]string{"bench", "--duration", "200ms",
+			"--accounts", "1000", "--dir", t.TempDir()}, args...)...)
+		require.Equal(t, 0, code, stderr)
+		assert.Empty(t, stderr, "no progress with %v", args)
+	}
+	_, stderr, code = runApp(t, "bench", "--duration", "200ms", "--accounts", "1000", "--dir", t.TempDir())
 	require.Equal(t, 0, code, stderr)
-	assert.Empty(t, stderr, "no progress line")
+	assert.Empty(t, stderr, "no progress where stderr is not a terminal")
+}
+
+// TestBenchSignal runs the real binary, interrupts it mid-run, and checks
+// that it prints its report, removes its temporary directory and exits
+// with 128 + the signal number.
+func TestBenchSignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		tmp := t.TempDir()
+		cmd := exec.Command(bin, "bench", "--duration", "60s", "--accounts", "1000", "--json")
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		require.NoError(t, cmd.Start())
+		start := time.Now()
+		// The run has begun once its temporary ledger directory exists.
+		require.Eventually(t, func() bool { e, _ := os.ReadDir(tmp); return len(e) > 0 }, 20*time.Second, 10*time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // some transactions to report
+		require.NoError(t, cmd.Process.Signal(tc.sig))
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, stderr.String())
+		assert.Equal(t, tc.code, ee.ExitCode(), stderr.String())
+		assert.Less(t, time.Since(start), 30*time.Second, "stopped early")
+		var rep benchReport
+		require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), stdout.String())
+		assert.Positive(t, rep.Ops)
+		assert.Less(t, rep.Elapsed, 30*time.Second)
+		left, _ := os.ReadDir(tmp)
+		assert.Empty(t, left, "temporary directory removed")
+		assert.Contains(t, stderr.String(), "interrupted by")
+	}
 }

@@ -42,3 +42,8 @@ func waitStrategyFlag() *cli.StringFlag {
 	return &cli.StringFlag{Name: "wait-strategy", Value: "balanced", EnvVars: []string{"LEDGER_WAIT_STRATEGY"},
 		Usage: "how idle pipeline stages wait: low-latency, balanced or low-cpu"}
 }
+
+func quietFlag() *cli.BoolFlag {
+	return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, EnvVars: []string{"LEDGER_QUIET"},
+		Usage: "no progress output (progress is only ever drawn on a terminal)"}
+}

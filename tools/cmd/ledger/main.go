@@ -16,6 +16,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -25,11 +26,14 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lanework/lanework/tools/internal/exitcode"
+	"github.com/lanework/lanework/tools/internal/interrupt"
 	"github.com/lanework/lanework/tools/internal/version"
 )
 
 func main() {
-	err := newApp(os.Stdout, os.Stderr).Run(os.Args)
+	ctx, stop := interrupt.Context(context.Background())
+	err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args)
+	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ledger:", err)
 	}
@@ -56,12 +60,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		c.OnUsageError = onUsageError
 	}
 	return &cli.App{
-		Name:            "ledger",
-		Usage:           "serve and use a lanework ledger",
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		Version:         version.String(),
-		Description:     `EXIT STATUS:
+		Name:      "ledger",
+		Usage:     "serve and use a lanework ledger",
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Version:   version.String(),
+		Description: `EXIT STATUS:
    0    success, including an idempotent retry that finds its transaction already applied
    1    failure: a transaction that executed but failed (insufficient funds, ...), a server
         or storage error, or a bench run with failed calls

@@ -44,6 +44,22 @@ func runApp(t *testing.T, args ...string) (string, string, int) {
 	return runAppContext(context.Background(), args...)
 }
 
+// ttyBuffer is a syncBuffer that says it is a terminal, so progress draws.
+type ttyBuffer struct{ syncBuffer }
+
+func (*ttyBuffer) IsTerminal() bool { return true }
+
+// runAppTTY is runAppContext with a terminal for stderr.
+func runAppTTY(ctx context.Context, args ...string) (string, string, int) {
+	var out syncBuffer
+	var errb ttyBuffer
+	err := newApp(&out, &errb).RunContext(ctx, append([]string{"ledger"}, args...))
+	if err != nil {
+		errb.Write([]byte("ledger: " + err.Error() + "\n"))
+	}
+	return out.String(), errb.String(), exitcode.Of(err)
+}
+
 func runAppContext(ctx context.Context, args ...string) (string, string, int) {
 	var out, errb syncBuffer
 	err := newApp(&out, &errb).RunContext(ctx, append([]string{"ledger"}, args...))
