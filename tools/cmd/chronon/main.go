@@ -10,9 +10,11 @@
 // The unit types known to topologies are those of the chronon examples:
 // cpu.* (examples/cpupipeline) and minimal.* (examples/minimal).
 //
-// Exit status: 0 on success or a termination request with code 0; the
-// requested code for other termination requests; 1 for a failed run; 2 for
-// an invalid topology or bad usage.
+// Every flag has a CHRONON_* environment fallback; run and validate take
+// --json. Exit status: 0 on success or a termination request with code 0;
+// the requested code for other termination requests; 1 for a failed run; 2
+// for an invalid topology or bad usage; 130/143 when SIGINT/SIGTERM stopped
+// a run (its counters, trace and report are written as they stood).
 package main
 
 import (
@@ -66,7 +68,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
    N    the code of a termination request (1-125)
    1    a failed run (a unit fault, an I/O error writing counters or trace)
    2    an invalid topology or bad usage
-   130  interrupted (SIGINT); 143  terminated (SIGTERM): output up to the last whole cycle chunk is kept`,
+   130  interrupted (SIGINT); 143  terminated (SIGTERM): run stops at the end of a chunk of
+        cycles and writes its counters, trace and report as they stand`,
 		HideHelpCommand: true,
 		OnUsageError:    onUsageError,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main decides the status

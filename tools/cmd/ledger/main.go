@@ -11,8 +11,11 @@
 //	ledger bench [--addr HOST:PORT] [--duration 10s] [--json]
 //
 // Every flag has an environment fallback (LEDGER_DIR, LEDGER_ADDR, ...; see
-// --help). Exit status: 0 ok, 1 failure (including a transaction that
-// executed but failed, such as insufficient funds), 2 bad usage.
+// --help); the commands that print a result take --json, with the HTTP API's
+// field names. Exit status: 0 ok (including an idempotent retry that finds
+// its transaction already applied), 1 failure (including a transaction that
+// executed but failed, such as insufficient funds, and a bench run with
+// failed calls), 2 bad usage, 130/143 interrupted by SIGINT/SIGTERM.
 package main
 
 import (
@@ -87,9 +90,23 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	}
 }
 
+func isNegativeNumber(s string) bool {
+	_, err := strconv.ParseInt(s, 10, 64)
+	return err == nil
+}
+
 // args checks the number of positional arguments and parses them as
 // unsigned integers named by names.
 func args(c *cli.Context, names ...string) ([]uint64, error) {
+	// The flag parser stops at the first argument, so a flag after it
+	// arrives here as an argument.
+	all := c.Args().Slice()
+	for i, a := range all {
+		if strings.HasPrefix(a, "-") && !isNegativeNumber(a) {
+			return nil, exitcode.Usage("%s: flag %s after the arguments; flags go first: ledger %s %s %s",
+				c.Command.Name, a, c.Command.Name, strings.Join(all[i:], " "), strings.Join(all[:i], " "))
+		}
+	}
 	if c.NArg() != len(names) {
 		return nil, exitcode.Usage("%s: want %d arguments (%v), got %d", c.Command.Name, len(names), names, c.NArg())
 	}

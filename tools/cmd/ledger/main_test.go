@@ -167,9 +167,9 @@ func TestCommandsAgainstServer(t *testing.T) {
 
 	_, _, code = run("deposit", "--ref", "42", "3", "5")
 	require.Equal(t, 0, code)
-	_, stderr, code = run("deposit", "--ref", "42", "3", "5")
-	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "duplicate of tx 4")
+	out, stderr, code = run("deposit", "--ref", "42", "3", "5")
+	require.Equal(t, 0, code, "an idempotent retry that finds its transaction applied succeeded: %s", stderr)
+	require.Equal(t, "already applied as tx 4 (this retry is tx 5)\n", out)
 
 	out, _, code = run("tx", "2")
 	require.Equal(t, 0, code)
@@ -184,6 +184,11 @@ func TestCommandsAgainstServer(t *testing.T) {
 	out, _, code = run("indexes")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "sequenced 5")
+
+	// A flag after the arguments: say to put flags first, with the command.
+	_, stderr, code = run("transfer", "1", "2", "30", "--wait", "snapshot")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "flag --wait after the arguments; flags go first: ledger transfer --wait snapshot 1 2 30")
 
 	_, stderr, code = run("balance", "5000")
 	require.Equal(t, 1, code)

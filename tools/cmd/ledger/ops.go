@@ -25,9 +25,10 @@ func dial(c *cli.Context) (*client.Client, context.Context, context.CancelFunc, 
 
 func opFlags() []cli.Flag {
 	return append(clientFlags(),
-		&cli.Uint64Flag{Name: "ref", Usage: "idempotency key (UserRef): a retry with the same key cannot execute twice"},
+		&cli.Uint64Flag{Name: "ref", EnvVars: []string{"LEDGER_REF"}, Usage: "idempotency key (UserRef): a retry with the same key cannot execute twice"},
 		&cli.StringFlag{Name: "wait", Value: "committed", EnvVars: []string{"LEDGER_WAIT"},
 			Usage: "answer once the transaction is computed, committed (durable) or snapshot (visible in balances)"},
+		jsonFlag(),
 	)
 }
 
@@ -86,7 +87,8 @@ func transferCommand() *cli.Command {
 }
 
 // submit sends op, waits for --wait, and prints the outcome. A transaction
-// that executed but failed is an error (exit 1).
+// that executed but failed is an error (exit 1); a retry whose idempotency
+// key finds the transaction already applied is not: it succeeded before.
 func submit(c *cli.Context, op ledger.Op) error {
 	level, err := parseWait(c.String("wait"))
 	if err != nil {
@@ -101,11 +103,21 @@ func submit(c *cli.Context, op ledger.Op) error {
 	if err != nil {
 		return err
 	}
-	if res.Fail != ledger.OK {
-		if res.Fail == ledger.Duplicate {
-			return cli.Exit(fmt.Sprintf("tx %d: duplicate of tx %d", res.ID, res.DupOf), 1)
+	if c.Bool("json") {
+		if err := writeJSON(c.App.Writer, toJSONResult(&res)); err != nil {
+			return err
 		}
+	}
+	switch {
+	case res.Fail == ledger.Duplicate:
+		if !c.Bool("json") {
+			fmt.Fprintf(c.App.Writer, "already applied as tx %d (this retry is tx %d)\n", res.DupOf, res.ID)
+		}
+		return nil
+	case res.Fail != ledger.OK:
 		return cli.Exit(fmt.Sprintf("tx %d: %s", res.ID, res.Fail), 1)
+	case c.Bool("json"):
+		return nil
 	}
 	fmt.Fprintf(c.App.Writer, "tx %d %s %s:", res.ID, res.Kind, level)
 	for _, e := range res.Entries {

@@ -12,7 +12,7 @@ import (
 func balanceCommand() *cli.Command {
 	return &cli.Command{
 		Name: "balance", Usage: "print ACCOUNT's balance (as of the Snapshot index)", ArgsUsage: "ACCOUNT",
-		Flags: clientFlags(),
+		Flags: append(clientFlags(), jsonFlag()),
 		Action: func(c *cli.Context) error {
 			a, err := args(c, "ACCOUNT")
 			if err != nil {
@@ -27,6 +27,9 @@ func balanceCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, jsonBalance{Account: a[0], Balance: b})
+			}
 			fmt.Fprintln(c.App.Writer, b)
 			return nil
 		},
@@ -36,7 +39,7 @@ func balanceCommand() *cli.Command {
 func txCommand() *cli.Command {
 	return &cli.Command{
 		Name: "tx", Usage: "print a transaction's status and, once committed, its outcome and entries", ArgsUsage: "ID",
-		Flags: clientFlags(),
+		Flags: append(clientFlags(), jsonFlag()),
 		Action: func(c *cli.Context) error {
 			a, err := args(c, "ID")
 			if err != nil {
@@ -55,14 +58,23 @@ func txCommand() *cli.Command {
 			if lv == ledger.Unknown {
 				return fmt.Errorf("tx %d: %w", id, ledger.ErrNotFound)
 			}
+			var res ledger.Result
+			if lv >= ledger.Committed {
+				if res, err = cl.Result(ctx, id); err != nil {
+					return err
+				}
+			}
 			w := c.App.Writer
+			if c.Bool("json") {
+				out := jsonTx{ID: uint64(id), Status: lv.String()}
+				if lv >= ledger.Committed {
+					out.Result = toJSONResult(&res)
+				}
+				return writeJSON(w, out)
+			}
 			fmt.Fprintf(w, "tx %d: %s\n", id, lv)
 			if lv < ledger.Committed {
 				return nil
-			}
-			res, err := cl.Result(ctx, id)
-			if err != nil {
-				return err
 			}
 			fmt.Fprintf(w, "kind: %s\nresult: %s\n", res.Kind, res.Fail)
 			if res.UserRef != 0 {
@@ -82,7 +94,7 @@ func txCommand() *cli.Command {
 func indexesCommand() *cli.Command {
 	return &cli.Command{
 		Name: "indexes", Usage: "print the pipeline's progress marks and the lags between them",
-		Flags: clientFlags(),
+		Flags: append(clientFlags(), jsonFlag()),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
 				return exitcode.Usage("indexes: unexpected arguments %v", c.Args().Slice())
@@ -95,6 +107,9 @@ func indexesCommand() *cli.Command {
 			x, err := cl.Indexes(ctx)
 			if err != nil {
 				return err
+			}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, jsonIndexes(x))
 			}
 			fmt.Fprintf(c.App.Writer, "sequenced %d\ncomputed  %d (lag %d)\ncommitted %d (lag %d)\nsnapshot  %d (lag %d)\n",
 				x.Sequenced, x.Computed, x.Sequenced-x.Computed, x.Committed, x.Computed-x.Committed,
@@ -111,7 +126,7 @@ func snapshotCommand() *cli.Command {
 		Description: "The snapshot covers at least every transaction committed when the server received the request;\n" +
 			"recovery then replays only the WAL after it. If a durable snapshot already covers everything\n" +
 			"committed, its id is printed and nothing is written.",
-		Flags: clientFlags(),
+		Flags: append(clientFlags(), jsonFlag()),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
 				return exitcode.Usage("snapshot: unexpected arguments %v", c.Args().Slice())
@@ -124,6 +139,9 @@ func snapshotCommand() *cli.Command {
 			tx, err := cl.Snapshot(ctx)
 			if err != nil {
 				return fmt.Errorf("snapshot: %w", err)
+			}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, jsonSnapshot{TxID: tx})
 			}
 			fmt.Fprintf(c.App.Writer, "snapshot at tx %d\n", tx)
 			return nil

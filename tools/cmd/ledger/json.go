@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lanework/lanework/ledger"
+)
+
+// The --json output of the commands uses the field names of the HTTP API
+// (ledger/server), so a script can switch between the two; TestJSONMatchesHTTP
+// holds them together.
+
+func jsonFlag() *cli.BoolFlag {
+	return &cli.BoolFlag{Name: "json", EnvVars: []string{"LEDGER_JSON"}, Usage: "print the result as JSON (the HTTP API's fields)"}
+}
+
+type jsonBalance struct {
+	Account uint64 `json:"account"`
+	Balance int64  `json:"balance"`
+}
+
+type jsonEntry struct {
+	Account uint64 `json:"account"`
+	Delta   int64  `json:"delta"`
+	Balance int64  `json:"balance"`
+}
+
+type jsonResult struct {
+	ID        ledger.TxID `json:"id"`
+	Kind      string      `json:"kind"`
+	Fail      string      `json:"fail"`
+	UserRef   uint64      `json:"user_ref,omitempty"`
+	DupOf     ledger.TxID `json:"dup_of,omitempty"`
+	Timestamp int64       `json:"timestamp"`
+	Entries   []jsonEntry `json:"entries"`
+}
+
+func toJSONResult(r *ledger.Result) *jsonResult {
+	j := &jsonResult{ID: r.ID, Kind: r.Kind.String(), Fail: r.Fail.String(), UserRef: r.UserRef,
+		DupOf: r.DupOf, Timestamp: r.Timestamp, Entries: make([]jsonEntry, len(r.Entries))}
+	for i, e := range r.Entries {
+		j.Entries[i] = jsonEntry(e)
+	}
+	return j
+}
+
+type jsonTx struct {
+	ID     uint64      `json:"id"`
+	Status string      `json:"status"`
+	Result *jsonResult `json:"result,omitempty"`
+}
+
+type jsonIndexes struct {
+	Sequenced ledger.TxID `json:"sequenced"`
+	Computed  ledger.TxID `json:"computed"`
+	Committed ledger.TxID `json:"committed"`
+	Snapshot  ledger.TxID `json:"snapshot"`
+}
+
+type jsonSnapshot struct {
+	TxID ledger.TxID `json:"tx_id"`
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
