@@ -143,3 +143,29 @@ func TestHelpListsExitCodes(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "chronon version ")
 }
+
+// TestRunProgressOnTerminal runs the binary under a pseudo-terminal
+// (script(1)) and through a pipe: the bar, with its percentage, shows on
+// the terminal only.
+func TestRunProgressOnTerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	scriptPath, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) is not installed")
+	}
+	bin := buildBinary(t)
+	topo := writeFile(t, "long.yaml", longTopology)
+	args := bin + " run --cycles 4000000 --progress-every 1ms " + topo
+	out, err := exec.Command(scriptPath, "-q", "-e", "-c", args, "/dev/null").CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Regexp(t, `\d+%.*Mcycles/s`, string(out))
+	assert.Contains(t, string(out), "reached the cycle limit")
+
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "run", "--cycles", "4000000", "--progress-every", "1ms", topo)
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Run())
+	assert.Empty(t, stderr.String(), "no progress into a pipe")
+}
