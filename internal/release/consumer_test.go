@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // consumerPrograms use each module the way an outside program would; each
@@ -136,9 +137,11 @@ func TestConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t0 := time.Now()
 	if err := o.prefetch(); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("proxy and prefetch: %v", time.Since(t0).Round(time.Millisecond))
 	scratch := filepath.Join(tmp, "consumer")
 	if err := os.MkdirAll(scratch, 0o755); err != nil {
 		t.Fatal(err)
@@ -155,6 +158,7 @@ func TestConsumer(t *testing.T) {
 	env = append(env, "GOSUMDB=off", "GOBIN="+filepath.Join(tmp, "bin"))
 	gocmd := func(args ...string) string {
 		t.Helper()
+		defer func(t0 time.Time) { t.Logf("go %s: %v", args[0], time.Since(t0).Round(time.Millisecond)) }(time.Now())
 		cmd := exec.Command("go", args...)
 		cmd.Dir, cmd.Env = scratch, env
 		out, err := cmd.CombinedOutput()
@@ -164,9 +168,11 @@ func TestConsumer(t *testing.T) {
 		return string(out)
 	}
 
+	get := []string{"get"}
 	for _, m := range r.Modules {
-		gocmd("get", m.Path+"@"+TestVersion)
+		get = append(get, m.Path+"@"+TestVersion)
 	}
+	gocmd(get...)
 	var names []string
 	for name, p := range consumerPrograms {
 		names = append(names, name)
