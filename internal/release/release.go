@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -76,23 +77,21 @@ func release(r *repo, version string, now time.Time) ([]string, error) {
 	return tags, nil
 }
 
-// setWorkReplaces points go.work's replace of every sibling at version.
+// setWorkReplaces moves go.work's sibling replaces to version, editing the
+// version in place so the file keeps its layout and comments.
 func setWorkReplaces(r *repo, version string) error {
-	for _, m := range r.Modules {
-		for _, rep := range r.Work.Replace {
-			if rep.Old.Path == m.Path {
-				if err := r.Work.DropReplace(rep.Old.Path, rep.Old.Version); err != nil {
-					return err
-				}
-			}
-		}
-		if err := r.Work.AddReplace(m.Path, version, "./"+m.Dir, ""); err != nil {
-			return err
-		}
+	path := filepath.Join(r.Root, "go.work")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
 	}
-	r.Work.Cleanup()
-	r.Work.SortBlocks()
-	return os.WriteFile(filepath.Join(r.Root, "go.work"), modfile.Format(r.Work.Syntax), 0o644)
+	re := regexp.MustCompile(`(?m)^(\s*(?:replace\s+)?` + regexp.QuoteMeta(pathPrefix) + `\S+\s+)` +
+		regexp.QuoteMeta(r.Version) + `(\s+=>)`)
+	data = re.ReplaceAll(data, []byte("${1}"+version+"${2}"))
+	if _, err := modfile.ParseWork(path, data, nil); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 // dateChangelog turns the "## Unreleased" heading into "## version (date)".

@@ -160,6 +160,9 @@ func TestRelease(t *testing.T) {
 	if r2.Version != "v0.2.0" {
 		t.Errorf("go.work replaces %q after release, want v0.2.0", r2.Version)
 	}
+	if work, _ := os.ReadFile(filepath.Join(root, "go.work")); !strings.Contains(string(work), "\nreplace "+pathPrefix+"a v0.2.0 => ./a\n") {
+		t.Errorf("go.work after release:\n%s", work)
+	}
 	cl, _ := os.ReadFile(filepath.Join(root, "a/CHANGELOG.md"))
 	if !strings.Contains(string(cl), "\n## v0.2.0 (2026-12-02)\n") {
 		t.Errorf("CHANGELOG not dated:\n%s", cl)

@@ -90,8 +90,15 @@ func loadRepo(root string) (*repo, error) {
 		}
 		r.Version = rep.Old.Version
 	}
+	replaced := map[string]bool{}
+	for _, rep := range wf.Replace {
+		replaced[rep.Old.Path] = true
+	}
 	for _, m := range r.Modules {
 		for _, req := range m.File.Require {
+			if isSibling(req.Mod.Path) && !replaced[req.Mod.Path] {
+				return nil, fmt.Errorf("%s/go.mod: requires %s, which go.work does not replace with its local copy", m.Dir, req.Mod.Path)
+			}
 			if isSibling(req.Mod.Path) && req.Mod.Version != r.Version {
 				return nil, fmt.Errorf("%s/go.mod: requires %s@%s, go.work replaces version %q", m.Dir, req.Mod.Path, req.Mod.Version, r.Version)
 			}
