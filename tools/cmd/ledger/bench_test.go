@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lanework/lanework/tools/internal/interrupt"
 )
 
 func TestBenchRemoteJSON(t *testing.T) {
@@ -132,4 +134,24 @@ func TestBenchSignal(t *testing.T) {
 		assert.Empty(t, left, "temporary directory removed")
 		assert.Contains(t, stderr.String(), "interrupted by")
 	}
+}
+
+// TestBenchRemoteInterrupted: a signal (here its cancellation, as
+// interrupt.Context delivers it) stops new calls, lets those in flight
+// finish, prints the report and exits 130; no call counts as failed.
+func TestBenchRemoteInterrupted(t *testing.T) {
+	addr := startServer(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	time.AfterFunc(500*time.Millisecond, func() { cancel(&interrupt.Error{Signal: syscall.SIGINT}) })
+	start := time.Now()
+	out, stderr, code := runAppContext(ctx, "bench", "--addr", addr, "--duration", "60s", "--batch", "64",
+		"--submitters", "2", "--accounts", "1000", "--json")
+	require.Equal(t, 130, code, stderr)
+	assert.Less(t, time.Since(start), 30*time.Second)
+	var rep benchReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.Positive(t, rep.Ops)
+	assert.Zero(t, rep.FailedCalls, rep.FirstError)
+	assert.Contains(t, stderr, "interrupted by SIGINT")
 }
