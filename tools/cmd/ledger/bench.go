@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,6 +71,7 @@ type benchReport struct {
 	Calls       uint64        `json:"calls,omitempty"` // with --addr: submit calls made
 	FailedCalls uint64        `json:"failed_calls,omitempty"`
 	FirstError  string        `json:"first_error,omitempty"` // of the failed calls
+	Interrupted bool          `json:"interrupted,omitempty"` // a signal ended the run early
 }
 
 func runBench(c *cli.Context) error {
@@ -91,10 +91,9 @@ func runBench(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	rep.Interrupted = interrupt.Cause(c.Context) != nil
 	if c.Bool("json") {
-		enc := json.NewEncoder(c.App.Writer)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(c.App.Writer, rep); err != nil {
 			return err
 		}
 	} else {
@@ -135,6 +134,9 @@ func printReport(w io.Writer, r *benchReport) {
 	}
 	if r.FailedCalls > 0 {
 		fmt.Fprintf(tw, "failed calls\t%d, the first: %s\n", r.FailedCalls, r.FirstError)
+	}
+	if r.Interrupted {
+		fmt.Fprintf(tw, "interrupted\tthe run ended early\n")
 	}
 	_ = tw.Flush()
 }

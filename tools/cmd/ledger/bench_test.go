@@ -129,6 +129,7 @@ func TestBenchSignal(t *testing.T) {
 		var rep benchReport
 		require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), stdout.String())
 		assert.Positive(t, rep.Ops)
+		assert.True(t, rep.Interrupted)
 		assert.Less(t, rep.Elapsed, 30*time.Second)
 		left, _ := os.ReadDir(tmp)
 		assert.Empty(t, left, "temporary directory removed")
@@ -153,5 +154,6 @@ func TestBenchRemoteInterrupted(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
 	assert.Positive(t, rep.Ops)
 	assert.Zero(t, rep.FailedCalls, rep.FirstError)
+	assert.True(t, rep.Interrupted)
 	assert.Contains(t, stderr, "interrupted by SIGINT")
 }
