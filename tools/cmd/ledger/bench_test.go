@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lanework/lanework/ledger/client"
 	"github.com/lanework/lanework/tools/internal/interrupt"
 )
 
@@ -42,7 +43,14 @@ func TestBenchRemoteFailedCalls(t *testing.T) {
 			"--batch", "16", "--accounts", "1000")
 		res <- [3]any{out, stderr, code}
 	}()
-	time.Sleep(500 * time.Millisecond) // let calls succeed first: the run's shape, not a race
+	// Stop the server once the bench has had calls succeed.
+	cl, err := client.Dial(context.Background(), addr)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		x, err := cl.Indexes(context.Background())
+		return err == nil && x.Committed > 0
+	}, 20*time.Second, 10*time.Millisecond)
+	cl.Close()
 	stop()
 	r := <-res
 	out, stderr, code := r[0].(string), r[1].(string), r[2].(int)
@@ -119,7 +127,7 @@ func TestBenchSignal(t *testing.T) {
 		start := time.Now()
 		// The run has begun once its temporary ledger directory exists.
 		require.Eventually(t, func() bool { e, _ := os.ReadDir(tmp); return len(e) > 0 }, 20*time.Second, 10*time.Millisecond)
-		time.Sleep(300 * time.Millisecond) // some transactions to report
+		time.Sleep(500 * time.Millisecond) // some transactions to report
 		require.NoError(t, cmd.Process.Signal(tc.sig))
 		err := cmd.Wait()
 		var ee *exec.ExitError
