@@ -130,6 +130,20 @@ func (p *OutPort[T]) planBroadcast(on bool) {
 	}
 }
 
+// buildCancel allocates the port's cancel log, sized by the largest delay
+// of its connections (see cancelLog); an unconnected port needs none.
+func (p *OutPort[T]) buildCancel() {
+	p.log = nil
+	if len(p.conns) == 0 {
+		return
+	}
+	d := uint64(0)
+	for _, k := range p.conns {
+		d = max(d, k.delay)
+	}
+	p.log = newCancelLog(d)
+}
+
 // payloadBytes returns the payload storage of the port's connections:
 // lane or ring slots, the shared broadcast ring counted once.
 func (p *OutPort[T]) payloadBytes() int {

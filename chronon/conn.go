@@ -76,6 +76,7 @@ type conn[T any] struct {
 	pops     uint64
 	popCycle uint64
 	popsPrev uint64 // pops before popCycle
+	cut      cut    // the sender's cancels in effect (see cancelLog)
 
 	pub ledger // the ledger as published to another worker, when shared
 }
@@ -216,33 +217,6 @@ func (k *conn[T]) pushed() uint64 {
 		return k.pubPushes.Load()
 	}
 	return k.pushes
-}
-
-// stale reports whether a message stamped with epoch e is cancelled in
-// receiver cycle c. A cancel made in sender cycle x reaches the receiver in
-// cycle x+delay, like a message, so the outcome does not depend on the
-// order in which sender and receiver tick.
-//
-// Under the parallel engine the sender may be cancelling concurrently, in
-// the receiver's cycle. It stores cancelAt before bumping epoch, so an
-// epoch loaded past e guarantees cancel #e's cycle is visible; a second load
-// of epoch detects that the slot was reused meanwhile. A cancel the sender
-// makes in cycle c cannot pass the cycle test (delay >= 1 across workers),
-// so seeing it early changes nothing.
-func (k *conn[T]) stale(e uint32, c uint64) bool {
-	p := k.out
-	cur := p.epoch.Load()
-	if e == cur {
-		return false
-	}
-	if cur-e > cancelHistory {
-		return true // cancel #e is older than the history; older than every visible one
-	}
-	at := p.cancelAt[e%cancelHistory].Load()
-	if p.epoch.Load()-e > cancelHistory {
-		return true // the slot was reused while reading it
-	}
-	return at+k.delay <= c
 }
 
 // limit returns the newest arrive cycle a flush in receiver cycle c covers:

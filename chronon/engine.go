@@ -80,9 +80,23 @@ type clusterList struct {
 
 const idxBits = 24 // clusters per list < 1<<24 (Connect caps nothing, but 16M clusters is far beyond use)
 
-// stopKey orders stop requests as the sequential engine would meet them:
-// by cycle, then panics before overflows (a panic ends the cycle at once, an
-// overflow at its end), then by the unit's position in plan order.
+// stopKey places a stop request (termination, panic, overflow) in the
+// sequential order of a run. What wins in a cycle is decided by plan order
+// alone (docs/chronon.md, "What wins in a cycle"), and every engine follows
+// the same rules:
+//
+//  1. An earlier cycle wins over a later one.
+//  2. A panic ends its cycle at the panicking unit: units after it in plan
+//     order do not tick in that cycle, so their requests are never made;
+//     the unit's own requests made before it panicked, and those of units
+//     before it, stand.
+//  3. Among faults of one cycle, a panic wins over an overflow (the panic
+//     is the run's error whichever comes first in plan order); among
+//     panics, or among overflows, the first in plan order wins.
+//  4. Among terminations of one cycle, the first in plan order wins.
+//
+// The parallel engine records every request and keeps the least by less
+// (rules 1, 3, 4), then drops a termination that a panic preempts (rule 2).
 type stopKey struct {
 	cycle uint64
 	kind  int
@@ -101,6 +115,15 @@ func (a stopKey) less(b stopKey) bool {
 	}
 	if a.kind != b.kind {
 		return a.kind < b.kind
+	}
+	return a.pos < b.pos
+}
+
+// preempts reports whether panic a prevents termination request b from
+// being made: a panic ends its cycle at the panicking unit (rule 2).
+func (a stopKey) preempts(b stopKey) bool {
+	if a.cycle != b.cycle {
+		return a.cycle < b.cycle
 	}
 	return a.pos < b.pos
 }
@@ -191,9 +214,10 @@ func (e *engine) run(end uint64, untilDone bool) (allDone bool) {
 	e.m.Close()
 	s.par = nil
 	s.cycle = e.gate.Load() >> 1
-	if e.hasTerm && e.fault != nil && e.faultAt.kind == kindPanic && e.faultAt.less(e.termAt) {
-		// The sequential engine never reaches a unit after a panicking one
-		// in the panic's cycle, so that unit's request was never made.
+	if e.hasTerm && e.fault != nil && e.faultAt.kind == kindPanic && e.faultAt.preempts(e.termAt) {
+		// A panic ends its cycle at the panicking unit: a unit after it in
+		// plan order never ticks in that cycle, so its request was never
+		// made (rule 2 of stopKey).
 		e.hasTerm = false
 	}
 	if e.hasTerm && s.term == nil {

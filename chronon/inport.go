@@ -63,7 +63,7 @@ func (p *InPort[T]) TryReceiveInto(dst *T) bool {
 		if p.notReady(m, c) {
 			return false
 		}
-		if m.epoch == k.out.epoch.Load() {
+		if !k.stale(m.epoch, c) {
 			switch {
 			case rd != nil:
 				*dst = m.v

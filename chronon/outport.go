@@ -1,13 +1,6 @@
 package chronon
 
-import (
-	"reflect"
-	"sync/atomic"
-)
-
-// cancelHistory is how many recent CancelInFlight cycles an OutPort keeps.
-// Cancels older than that are treated as visible to every receiver.
-const cancelHistory = 16
+import "reflect"
 
 // OutPort is the sending end of a unit's connections for messages of type T.
 // Declare it as a field of the unit struct; the zero value is ready for
@@ -17,10 +10,12 @@ type OutPort[T any] struct {
 	name  string
 	conns []*conn[T]
 	bc    *shared[T] // the shared broadcast ring, when Build chose it
-	// epoch and cancelAt are written by the owner only, and read by
-	// receivers, possibly on other workers (see conn.stale).
-	epoch    atomic.Uint32
-	cancelAt [cancelHistory]atomic.Uint64 // cycle of cancel #e at index e%cancelHistory
+	// epoch counts the port's effective cancels; sent says a message was
+	// sent since it last advanced. Both are the owner's; receivers read the
+	// log, allocated by Build (see cancelLog).
+	epoch uint32
+	sent  bool
+	log   *cancelLog
 }
 
 // CanSend reports whether Send would succeed now: every connection has a
@@ -52,7 +47,8 @@ func (p *OutPort[T]) send(v *T) bool {
 		if !k.admits(c) {
 			return false
 		}
-		k.push(c, p.epoch.Load(), v)
+		k.push(c, p.epoch, v)
+		p.sent = true
 		return true
 	}
 	for _, k := range p.conns {
@@ -60,13 +56,13 @@ func (p *OutPort[T]) send(v *T) bool {
 			return false
 		}
 	}
-	e := p.epoch.Load()
+	p.sent = true
 	if b := p.bc; b != nil {
-		p.broadcast(b, c, e, v)
+		p.broadcast(b, c, p.epoch, v)
 		return true
 	}
 	for _, k := range p.conns {
-		k.push(c, e, v)
+		k.push(c, p.epoch, v)
 	}
 	return true
 }
@@ -96,9 +92,14 @@ func (p *OutPort[T]) broadcast(b *shared[T], c uint64, e uint32, v *T) {
 // has not yet taken. The discards free capacity when the receiver reaches
 // them.
 func (p *OutPort[T]) CancelInFlight() {
-	e := p.epoch.Load()
-	p.cancelAt[e%cancelHistory].Store(p.u.cycle)
-	p.epoch.Store(e + 1)
+	if !p.sent {
+		return // nothing sent since the last cancel: nothing more to cancel
+	}
+	p.sent = false
+	p.epoch++
+	if p.log != nil {
+		p.log.advance(p.u.cycle, p.epoch)
+	}
 }
 
 // Name returns the port's full name, "unit.port".
@@ -113,6 +114,7 @@ type outPortAny interface {
 	elem() reflect.Type
 	connectAny(in inPortAny, cfg connConfig) (*edge, error)
 	planBroadcast(on bool)
+	buildCancel()
 	broadcasting() bool
 	payloadBytes() int
 }

@@ -81,6 +81,31 @@ func TestParallelPanicHidesLaterTermination(t *testing.T) {
 	require.Contains(t, o.err, `"n1" panicked at cycle 50`)
 }
 
+func TestParallelPanicKeepsEarlierTermination(t *testing.T) {
+	// Regression (issue 16, hole 2): n1 terminates in cycle 60 and n3, later
+	// in plan order, panics in the same cycle. The sequential engine has
+	// taken n1's request when n3 panics, so the run reports both; the
+	// parallel engine used to drop the termination (it ordered the two by
+	// kind before plan position).
+	sc := scenario{
+		build: ring(5, func(i int, nd *node) {
+			switch i {
+			case 1:
+				nd.termAt = 60
+			case 3:
+				nd.panAt = 60
+			}
+		}),
+		run: runFor(500),
+	}
+	o, used := checkDeterminism(t, sc, 5)
+	require.Greater(t, used, 1)
+	require.True(t, o.hasTrm)
+	require.Equal(t, "n1", o.term.Unit)
+	require.Contains(t, o.err, `"n3" panicked at cycle 60`)
+	require.Equal(t, uint64(60), o.cycle)
+}
+
 func TestParallelTerminationStopsAtTheSameCycle(t *testing.T) {
 	sc := scenario{
 		build: ring(5, func(i int, nd *node) {

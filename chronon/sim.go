@@ -131,7 +131,7 @@ func connect[T any](out *OutPort[T], in *InPort[T], cfg connConfig) (*edge, erro
 		delay: uint64(cfg.delay), capacity: uint64(cfg.capacity), rate: uint64(cfg.rate),
 		dff:       cfg.delay == 1 && cfg.capacity == 1 && cfg.rate == 1,
 		lane:      uint32(len(in.conns)),
-		pushCycle: none, popCycle: none,
+		pushCycle: none, popCycle: none, cut: cut{at: none},
 	}
 	out.conns = append(out.conns, k)
 	in.conns = append(in.conns, k)
@@ -160,6 +160,7 @@ func (s *Simulation) Build() (err error) {
 	for _, u := range s.units {
 		for _, out := range u.outs {
 			out.planBroadcast(s.cfg.broadcast)
+			out.buildCancel()
 		}
 	}
 	for _, in := range s.ins {
