@@ -131,10 +131,11 @@ func (p *OutPort[T]) planBroadcast(on bool) {
 }
 
 // buildCancel allocates the port's cancel log, sized by the largest delay
-// of its connections (see cancelLog); an unconnected port needs none.
+// of its connections (see cancelLog); an unconnected or NoCancelOutPort
+// port needs none.
 func (p *OutPort[T]) buildCancel() {
 	p.log = nil
-	if len(p.conns) == 0 {
+	if len(p.conns) == 0 || p.noCancel {
 		return
 	}
 	d := uint64(0)

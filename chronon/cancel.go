@@ -79,6 +79,9 @@ type cut struct {
 // stale reports whether a message stamped with epoch e is cancelled in
 // receiver cycle c (see cancelLog).
 func (k *conn[T]) stale(e uint32, c uint64) bool {
+	if !k.cancels {
+		return false
+	}
 	if k.cut.at != c {
 		k.refreshCut(c)
 	}

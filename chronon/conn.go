@@ -47,6 +47,7 @@ type conn[T any] struct {
 	capacity uint64 // 0: unlimited
 	rate     uint64 // 0: unlimited
 	dff      bool   // delay 1, capacity 1, rate 1: one older unread entry counts as free
+	cancels  bool   // the sender can cancel: receivers check stale (see cancelLog)
 	lane     uint32
 	cur      int                    // the connection's cursor on its OutPort's shared broadcast ring
 	ring     *ringbuf.SPSC[msg[T]]  // single-connection destination

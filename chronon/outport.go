@@ -13,9 +13,10 @@ type OutPort[T any] struct {
 	// epoch counts the port's effective cancels; sent says a message was
 	// sent since it last advanced. Both are the owner's; receivers read the
 	// log, allocated by Build (see cancelLog).
-	epoch uint32
-	sent  bool
-	log   *cancelLog
+	epoch    uint32
+	sent     bool
+	log      *cancelLog
+	noCancel bool // the port of a NoCancelOutPort
 }
 
 // CanSend reports whether Send would succeed now: every connection has a

@@ -305,6 +305,32 @@ func TestCancelBurstOnLongEdge(t *testing.T) {
 	require.Equal(t, want, k.got)
 }
 
+// fixedProd sends its cycle on a NoCancelOutPort.
+type fixedProd struct {
+	chronon.Base
+	Out chronon.NoCancelOutPort[int] `chronon:"out"`
+}
+
+func (p *fixedProd) Tick() {
+	if !p.Out.CanSend() || !p.Out.Send(int(p.Cycle())) {
+		panic("refused")
+	}
+}
+
+func TestNoCancelOutPort(t *testing.T) {
+	s := chronon.New()
+	p, k := &fixedProd{}, &cons{}
+	require.NoError(t, s.Add("p", p))
+	require.NoError(t, s.Add("k", k))
+	require.NoError(t, chronon.Connect(&p.Out, &k.In, chronon.Delay(2), chronon.Capacity(3)))
+	require.NoError(t, s.Build())
+	require.Equal(t, "p.out", p.Out.Name())
+	require.NoError(t, s.Run(5))
+	require.Equal(t, []got{{2, 0}, {3, 1}, {4, 2}}, k.got)
+	allocs := testing.AllocsPerRun(100, func() { _ = s.Run(1) })
+	require.Zero(t, allocs)
+}
+
 func TestUnconnectedPorts(t *testing.T) {
 	p := &prod{plan: every(3)}
 	k := &cons{}

@@ -102,12 +102,12 @@ func (s *Simulation) Add(name string, u Unit) error {
 // Capacity(Unlimited), Rate(1)). Both ports must belong to units added to
 // the same simulation, before Build. Connecting one OutPort several times
 // makes a fanout; connecting one InPort several times makes a fan-in.
-func Connect[T any](out *OutPort[T], in *InPort[T], opts ...Option) error {
+func Connect[T any](out Output[T], in *InPort[T], opts ...Option) error {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
-	_, err := connect(out, in, cfg)
+	_, err := connect(out.outPort(), in, cfg)
 	return err
 }
 
@@ -131,7 +131,7 @@ func connect[T any](out *OutPort[T], in *InPort[T], cfg connConfig) (*edge, erro
 		delay: uint64(cfg.delay), capacity: uint64(cfg.capacity), rate: uint64(cfg.rate),
 		dff:       cfg.delay == 1 && cfg.capacity == 1 && cfg.rate == 1,
 		lane:      uint32(len(in.conns)),
-		pushCycle: none, popCycle: none, cut: cut{at: none},
+		pushCycle: none, popCycle: none, cut: cut{at: none}, cancels: !out.noCancel,
 	}
 	out.conns = append(out.conns, k)
 	in.conns = append(in.conns, k)

@@ -40,6 +40,7 @@ type snode struct {
 	chronon.Base
 	In     chronon.InPort[uint64]
 	Out    [2]chronon.OutPort[uint64]
+	Fix    chronon.NoCancelOutPort[uint64]
 	seed   uint64
 	state  uint64
 	sendP  uint64 // per output and cycle, in 1/256
@@ -120,6 +121,13 @@ func (n *snode) Tick() {
 			}
 		}
 	}
+	if n.rnd()%256 < n.sendP {
+		v := n.rnd()
+		if n.Fix.CanSend() != n.Fix.Send(v) {
+			panic("stress: CanSend disagrees with Send")
+		}
+		n.log('s', v)
+	}
 	if n.termAt != 0 && c == n.termAt && r&1 == 1 {
 		n.log('t', 0)
 		n.Terminate("stress", 3, n.Name())
@@ -142,7 +150,7 @@ type stressConn struct {
 }
 
 // newStressSpec returns the random topology of seed: 3 to 20 units; each
-// output has 1 to 3 connections, possibly to its own unit (a self-loop),
+// output (two that cancel, one NoCancelOutPort) has 1 to 3 connections, possibly to its own unit (a self-loop),
 // possibly several to the same input; forward edges may have delay 0
 // (clusters), others 1 to 8; capacities unlimited, 1, 2, 4 or 8, rates
 // unlimited (with a capacity), 1, 2 or 3. Some units cancel in bursts of up
@@ -183,7 +191,7 @@ func newStressSpec(seed uint64) stressSpec {
 		sp.units[next(uint64(n))].panAt = at + next(3)
 	}
 	for i := range sp.units {
-		for o := range 2 {
+		for o := range 3 {
 			for range 1 + next(3) {
 				j := int(next(uint64(n)))
 				if next(6) == 0 {
@@ -242,8 +250,14 @@ func (sp stressSpec) build(perm []int, quiet bool) (*chronon.Simulation, error) 
 		}
 	}
 	for _, c := range sp.conns {
-		if err := chronon.Connect(&nodes[c.from].Out[c.out], &nodes[c.to].In,
-			chronon.Delay(c.delay), chronon.Capacity(c.capac), chronon.Rate(c.rate)); err != nil {
+		opts := []chronon.Option{chronon.Delay(c.delay), chronon.Capacity(c.capac), chronon.Rate(c.rate)}
+		var err error
+		if c.out == 2 {
+			err = chronon.Connect(&nodes[c.from].Fix, &nodes[c.to].In, opts...)
+		} else {
+			err = chronon.Connect(&nodes[c.from].Out[c.out], &nodes[c.to].In, opts...)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
