@@ -49,10 +49,9 @@ type conn[T any] struct {
 	dff      bool   // delay 1, capacity 1, rate 1: one older unread entry counts as free
 	cancels  bool   // the sender can cancel: receivers check stale (see cancelLog)
 	lane     uint32
-	cur      int                    // the connection's cursor on its OutPort's shared broadcast ring
+	cur      int                    // the connection's cursor on its OutPort's shared broadcast ring; -1: none
 	ring     *ringbuf.SPSC[msg[T]]  // single-connection destination
 	flane    *frontier.Lane[msg[T]] // fan-in destination
-	sh       *shared[T]             // a fan-in destination reading broadcast rings: the connection's own one-reader ring
 
 	// cross is set by the parallel engine when producer and receiver are
 	// in different clusters, which may run on different goroutines: the
@@ -180,11 +179,8 @@ func (k *conn[T]) push(c uint64, epoch uint32, v *T) {
 			k.ring.Commit(1)
 			ok = true
 		}
-	case k.flane != nil:
-		ok = k.flane.TryPush(c+k.delay, msg[T]{arrive: c + k.delay, epoch: epoch, lane: k.lane, v: *v})
 	default:
-		m := msg[T]{arrive: c + k.delay, epoch: epoch, lane: k.lane, v: *v}
-		ok = k.sh.put(&m) < 0
+		ok = k.flane.TryPush(c+k.delay, msg[T]{arrive: c + k.delay, epoch: epoch, lane: k.lane, v: *v})
 	}
 	if !ok {
 		k.out.u.sim.overflow(k.out.u, k.name, c)

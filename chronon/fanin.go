@@ -16,29 +16,3 @@ func newFanIn[T any](ids []uint64, depths []int) (*frontier.Merger[msg[T]], []*f
 	}
 	return m, lanes, nil
 }
-
-// fanIn is the deterministic merge behind an InPort with more than one
-// connection, ordering messages by (arrive, connection id): a
-// frontier.Merger over SPSC lanes, or, when any connection comes from a
-// shared broadcast ring, a cursorMerge over readers. It is used concretely,
-// not through an interface. InPort.receive pops from fr or cm itself: a
-// call through a method here would not inline and would copy the popped
-// message once more.
-type fanIn[T any] struct {
-	fr *frontier.Merger[msg[T]]
-	cm *cursorMerge[T]
-}
-
-func (f *fanIn[T]) HasReady(c uint64) bool {
-	if f.cm != nil {
-		return f.cm.HasReady(c)
-	}
-	return f.fr.HasReady(c)
-}
-
-func (f *fanIn[T]) FlushIf(drop func(uint64, *msg[T]) bool) int {
-	if f.cm != nil {
-		return f.cm.FlushIf(drop)
-	}
-	return f.fr.FlushIf(drop)
-}

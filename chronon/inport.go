@@ -1,6 +1,10 @@
 package chronon
 
-import "reflect"
+import (
+	"reflect"
+
+	"github.com/lanework/lanework/frontier"
+)
 
 // InPort is the receiving end of connections carrying messages of type T.
 // Declare it as a field of the unit struct; the zero value is ready for
@@ -16,7 +20,7 @@ type InPort[T any] struct {
 	front []msg[T]   // survivors of a selective flush, older than anything in ring
 	fhead int
 
-	merge *fanIn[T] // fan-in ports
+	merge *frontier.Merger[msg[T]] // fan-in ports
 	conns []*conn[T]
 	name  string
 
@@ -152,11 +156,7 @@ func (p *InPort[T]) receive(dst *T, keep func(*T) bool) bool {
 			for { // by value, checking cancellation afterwards
 				var m msg[T]
 				var ok bool
-				if f := p.merge.fr; f != nil {
-					m, _, ok = f.TryPop(c)
-				} else {
-					m, _, ok = p.merge.cm.TryPop(c)
-				}
+				m, _, ok = p.merge.TryPop(c)
 				if !ok {
 					p.idle = c + 1
 					return false
@@ -174,11 +174,7 @@ func (p *InPort[T]) receive(dst *T, keep func(*T) bool) bool {
 		// returned one would be stored and copied again (see wide).
 		p.keep = keep
 		var ok bool
-		if f := p.merge.fr; f != nil {
-			_, _, ok = f.PopFiltered(c, p.keepFn)
-		} else {
-			_, _, ok = p.merge.cm.PopFiltered(c, p.keepFn)
-		}
+		_, _, ok = p.merge.PopFiltered(c, p.keepFn)
 		p.keep = nil
 		if !ok {
 			p.idle = c + 1

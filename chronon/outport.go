@@ -10,6 +10,10 @@ type OutPort[T any] struct {
 	name  string
 	conns []*conn[T]
 	bc    *shared[T] // the shared broadcast ring, when Build chose it
+	// With bc: the connection of each cursor of bc, and the connections
+	// with lanes of their own (to fan-in ports), in connection order.
+	curConn []int
+	lanes   []*conn[T]
 	// epoch counts the port's effective cancels; sent says a message was
 	// sent since it last advanced. Both are the owner's; receivers read the
 	// log, allocated by Build (see cancelLog).
@@ -68,19 +72,32 @@ func (p *OutPort[T]) send(v *T) bool {
 	return true
 }
 
-// broadcast is Send's publication on a shared broadcast ring: the ledgers
-// of every connection, one payload write, then the published counts. When a
-// reader has no room, the first such connection overflows, as its lane
-// would have been the first to in the direct transport; the run stops at
-// the end of the cycle, before any receiver could see the message, so not
-// delivering it to the other connections is not observable.
+// broadcast is Send's publication with a shared broadcast ring: the
+// ledgers of every connection, one payload write for the cursors, a push
+// on each lane of its own, then the published counts. The first connection
+// in connection order without room overflows, as in the direct transport;
+// the run stops at the end of the cycle, before any receiver could see the
+// message, so what the other connections got is not observable.
 func (p *OutPort[T]) broadcast(b *shared[T], c uint64, e uint32, v *T) {
 	for _, k := range p.conns {
 		k.record(c)
 	}
 	m := msg[T]{arrive: c + 1, epoch: e, v: *v}
+	full := -1 // the connection of a full cursor, if any
 	if i := b.put(&m); i >= 0 {
-		p.u.sim.overflow(p.u, b.name[i], c)
+		full = p.curConn[i]
+	}
+	for _, k := range p.lanes {
+		if full >= 0 && k.id > p.conns[full].id {
+			break // the cursor's overflow comes first; nothing more is observable
+		}
+		m.lane = k.lane
+		if !k.flane.TryPush(c+1, m) {
+			p.u.sim.overflow(p.u, k.name, c)
+		}
+	}
+	if full >= 0 {
+		p.u.sim.overflow(p.u, p.conns[full].name, c)
 	}
 	for _, k := range p.conns {
 		k.publish()
