@@ -138,7 +138,7 @@ func (p *OutPort[T]) payloadBytes() int {
 		case k.flane != nil:
 			n += k.flane.Cap() * int(unsafe.Sizeof(struct {
 				a uint64
-				m msg[T]
+				m lmsg[T]
 			}{}))
 		}
 	}

@@ -16,6 +16,14 @@ type msg[T any] struct {
 	v      T
 }
 
+// lmsg is the envelope in a fan-in lane: frontier keeps the arrive cycle
+// beside it, so the message does not store it a second time.
+type lmsg[T any] struct {
+	epoch uint32
+	lane  uint32
+	v     T
+}
+
 // wide reports whether msg[T] is wider than four words, too wide for the
 // compiler to keep in registers (a constant for each instantiation). A wide
 // message built in a local and then copied, into a lane or out of a call's
@@ -49,9 +57,9 @@ type conn[T any] struct {
 	dff      bool   // delay 1, capacity 1, rate 1: one older unread entry counts as free
 	cancels  bool   // the sender can cancel: receivers check stale (see cancelLog)
 	lane     uint32
-	cur      int                    // the connection's cursor on its OutPort's shared broadcast ring; -1: none
-	ring     *ringbuf.SPSC[msg[T]]  // single-connection destination
-	flane    *frontier.Lane[msg[T]] // fan-in destination
+	cur      int                     // the connection's cursor on its OutPort's shared broadcast ring; -1: none
+	ring     *ringbuf.SPSC[msg[T]]   // single-connection destination
+	flane    *frontier.Lane[lmsg[T]] // fan-in destination
 
 	// cross is set by the parallel engine when producer and receiver are
 	// in different clusters, which may run on different goroutines: the
@@ -180,7 +188,7 @@ func (k *conn[T]) push(c uint64, epoch uint32, v *T) {
 			ok = true
 		}
 	default:
-		ok = k.flane.TryPush(c+k.delay, msg[T]{arrive: c + k.delay, epoch: epoch, lane: k.lane, v: *v})
+		ok = k.flane.TryPush(c+k.delay, lmsg[T]{epoch: epoch, lane: k.lane, v: *v})
 	}
 	if !ok {
 		k.out.u.sim.overflow(k.out.u, k.name, c)

@@ -20,7 +20,7 @@ type InPort[T any] struct {
 	front []msg[T]   // survivors of a selective flush, older than anything in ring
 	fhead int
 
-	merge *frontier.Merger[msg[T]] // fan-in ports
+	merge *frontier.Merger[lmsg[T]] // fan-in ports
 	conns []*conn[T]
 	name  string
 
@@ -31,8 +31,8 @@ type InPort[T any] struct {
 	gap  uint64
 
 	// Callbacks for merge, made once at Build so calls do not allocate.
-	keepFn  func(uint64, *msg[T]) bool
-	flushFn func(uint64, *msg[T]) bool
+	keepFn  func(uint64, *lmsg[T]) bool
+	flushFn func(uint64, *lmsg[T]) bool
 	keep    func(*T) bool // the current ReceiveFiltered predicate
 	got     T             // the message keepMerged accepted, until receive copies it out
 	fkey    func(*T) uint64
@@ -154,9 +154,7 @@ func (p *InPort[T]) receive(dst *T, keep func(*T) bool) bool {
 		}
 		if keep == nil && !wide[T]() {
 			for { // by value, checking cancellation afterwards
-				var m msg[T]
-				var ok bool
-				m, _, ok = p.merge.TryPop(c)
+				m, _, ok := p.merge.TryPop(c)
 				if !ok {
 					p.idle = c + 1
 					return false
@@ -238,7 +236,7 @@ func (p *InPort[T]) drained() bool {
 // keepMerged is the merge filter: it credits every consumed message,
 // applies cancellation and the caller's predicate, and copies the message
 // it accepts to got.
-func (p *InPort[T]) keepMerged(_ uint64, m *msg[T]) bool {
+func (p *InPort[T]) keepMerged(_ uint64, m *lmsg[T]) bool {
 	c := p.u.cycle
 	k := p.conns[m.lane]
 	k.credit(c)
@@ -270,8 +268,8 @@ func (p *InPort[T]) FlushKeys(key func(v *T) uint64, r Range) int {
 	return n
 }
 
-func (p *InPort[T]) dropped(m *msg[T]) bool {
-	return p.fall || p.frange.Contains(p.fkey(&m.v))
+func (p *InPort[T]) dropped(v *T) bool {
+	return p.fall || p.frange.Contains(p.fkey(v))
 }
 
 func (p *InPort[T]) flush() int {
@@ -287,7 +285,7 @@ func (p *InPort[T]) flush() int {
 	// Compact the front in place; it is entirely covered.
 	w := p.fhead
 	for i := p.fhead; i < len(p.front); i++ {
-		if p.dropped(&p.front[i]) {
+		if p.dropped(&p.front[i].v) {
 			k.credit(c)
 			n++
 			continue
@@ -305,7 +303,7 @@ func (p *InPort[T]) flush() int {
 		if m == nil || m.arrive > lim {
 			break
 		}
-		if p.dropped(m) {
+		if p.dropped(&m.v) {
 			k.credit(c)
 			n++
 		} else {
@@ -323,10 +321,10 @@ func (p *InPort[T]) flush() int {
 }
 
 // flushMerged is the merge's flush predicate.
-func (p *InPort[T]) flushMerged(arrive uint64, m *msg[T]) bool {
+func (p *InPort[T]) flushMerged(arrive uint64, m *lmsg[T]) bool {
 	c := p.u.cycle
 	k := p.conns[m.lane]
-	if arrive > k.limit(c) || !p.dropped(m) {
+	if arrive > k.limit(c) || !p.dropped(&m.v) {
 		return false
 	}
 	k.credit(c)

@@ -91,8 +91,7 @@ func (p *OutPort[T]) broadcast(b *shared[T], c uint64, e uint32, v *T) {
 		if full >= 0 && k.id > p.conns[full].id {
 			break // the cursor's overflow comes first; nothing more is observable
 		}
-		m.lane = k.lane
-		if !k.flane.TryPush(c+1, m) {
+		if !k.flane.TryPush(c+1, lmsg[T]{epoch: e, lane: k.lane, v: *v}) {
 			p.u.sim.overflow(p.u, k.name, c)
 		}
 	}
