@@ -172,6 +172,9 @@ func (e *engine) terminate(k stopKey, t Termination) {
 // first, then the worker that finished the cycle before c. No cluster runs
 // meanwhile, so it may ask the Doners.
 func (e *engine) open(c uint64) {
+	if o := &e.sim.obs; c == o.next && !e.panicked(c) {
+		o.observe(e.sim, c) // between cycles, as the sequential engine does (see observer)
+	}
 	stop := uint64(0)
 	switch {
 	case e.untilDone && allDone(e.doners):
@@ -181,6 +184,17 @@ func (e *engine) open(c uint64) {
 	}
 	e.gate.Store(c<<1 | stop)
 	e.m.Wake() // after the store: the Dekker handshake of package pressure
+}
+
+// panicked reports whether a unit panicked in a cycle before c. Only stops
+// take the mutex.
+func (e *engine) panicked(c uint64) bool {
+	if e.stopAt.Load() > c {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.fault != nil && e.faultAt.kind == kindPanic
 }
 
 // run runs cycles from the simulation's current cycle up to end (exclusive)

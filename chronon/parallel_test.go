@@ -1,7 +1,6 @@
 package chronon_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"testing"
@@ -198,20 +197,6 @@ func TestParallelFallsBackToSequential(t *testing.T) {
 		w, reason := s.Engine()
 		require.Equal(t, 1, w)
 		require.Contains(t, reason, "a.Out[0] -> b.In has unlimited capacity and rate")
-	})
-	t.Run("observation", func(t *testing.T) {
-		s := ring(4, nil)(t)
-		require.NoError(t, s.SetWorkers(2))
-		w, _ := s.Engine()
-		require.Equal(t, 2, w)
-		var buf bytes.Buffer
-		require.NoError(t, s.DumpCounters(&buf, 10))
-		w, reason := s.Engine()
-		require.Equal(t, 1, w)
-		require.Contains(t, reason, "counter")
-		require.NoError(t, s.Run(25))
-		require.NoError(t, s.Close())
-		require.Contains(t, buf.String(), "from_cycle")
 	})
 	t.Run("errors", func(t *testing.T) {
 		s := chronon.New()

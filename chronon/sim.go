@@ -30,7 +30,6 @@ type Simulation struct {
 	workers   int     // as set by SetWorkers
 	eng       *engine // the parallel engine, if selected
 	seqReason string  // why workers > 1 still runs sequentially
-	logged    bool    // the per-run reason has been logged
 	par       *engine // the engine during a parallel run
 
 	threshold   time.Duration // see SetParallelThreshold

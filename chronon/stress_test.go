@@ -1,14 +1,20 @@
 package chronon_test
 
 import (
+	"bytes"
+	csvpkg "encoding/csv"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/lanework/lanework/chronon"
 )
@@ -41,6 +47,8 @@ type snode struct {
 	In     chronon.InPort[uint64]
 	Out    [2]chronon.OutPort[uint64]
 	Fix    chronon.NoCancelOutPort[uint64]
+	Sent   chronon.Counter
+	Got    chronon.Counter `chronon:"got,x"` // a name the CSV must quote
 	seed   uint64
 	state  uint64
 	sendP  uint64 // per output and cycle, in 1/256
@@ -97,6 +105,10 @@ func (n *snode) Tick() {
 			}
 			n.state ^= v
 			n.log('r', v)
+			n.Got.Inc()
+			if v%7 == 0 {
+				n.Span("got \"7\"", c-min(c, v%5))
+			}
 		}
 	}
 	for i := range n.Out {
@@ -108,6 +120,7 @@ func (n *snode) Tick() {
 				panic("stress: CanSend disagrees with Send")
 			}
 			n.log('s', v) // refusals are visible in the receivers' streams
+			n.Sent.Inc()
 		}
 		if n.rnd()%256 < n.cancP {
 			k := 1 + n.rnd()%n.burst
@@ -115,6 +128,7 @@ func (n *snode) Tick() {
 				n.Out[i].CancelInFlight()
 			}
 			n.log('c', uint64(i)<<32|k)
+			n.Event("cancel")
 			if v := n.rnd(); v%2 == 0 {
 				n.log('s', v)
 				n.Out[i].Send(v)
@@ -457,4 +471,64 @@ func TestStressDifferential(t *testing.T) {
 		}
 	}
 	t.Logf("%d topologies, %d runs", seeds, runs)
+}
+
+// observed runs a stress topology with counters and a trace and returns
+// both files and the run's error.
+func (sp stressSpec) observed(t *testing.T, chain []stressStep, every uint64) (csv, trace, errText string) {
+	t.Helper()
+	s, err := sp.build(nil, false)
+	require.NoError(t, err)
+	var cb, tb bytes.Buffer
+	require.NoError(t, s.DumpCounters(&cb, every))
+	s.TraceTo(&tb)
+	var runErr error
+	for _, st := range chain {
+		s.SetParallelThreshold(st.threshold)
+		require.NoError(t, s.SetWorkers(st.workers))
+		if st.segment != 0 {
+			chronon.SetSegmentCycles(s, st.segment)
+		}
+		if runErr = s.Run(st.cycles); runErr != nil {
+			break
+		}
+	}
+	require.NoError(t, s.Close())
+	if runErr != nil {
+		errText = runErr.Error()
+	}
+	return cb.String(), tb.String(), errText
+}
+
+// TestObservationIdenticalAcrossEngines: counter CSV and trace JSON of a
+// parallel run, at any worker count and through chains of runs, are
+// byte-identical to the sequential run's, also when the run terminates or
+// a unit panics.
+func TestObservationIdenticalAcrossEngines(t *testing.T) {
+	seeds, stopped := 10, 0
+	if raceEnabled {
+		seeds = 4
+	}
+	for i := range seeds {
+		seed := uint64(i) * 31
+		sp := newStressSpec(seed)
+		every := 1 + mix(seed)%50
+		wantCSV, wantTrace, wantErr := sp.observed(t, []stressStep{{workers: 1, cycles: 2 * stressCycles}}, every)
+		require.NoError(t, json.Unmarshal([]byte(wantTrace), new(map[string]any)), "seed %d: the trace is JSON", seed)
+		r, err := csvpkg.NewReader(strings.NewReader(wantCSV)).ReadAll()
+		require.NoError(t, err, "seed %d: the counters are CSV", seed)
+		require.Contains(t, r[0], "u0.got,x")
+		if sp.stops() {
+			stopped++
+		}
+		chains := stressChains(seed)
+		for _, ch := range chains {
+			ch[len(ch)-1].cycles += stressCycles // the same 2*stressCycles in total
+			gotCSV, gotTrace, gotErr := sp.observed(t, ch, every)
+			require.Equal(t, wantErr, gotErr, "seed %d chain %+v", seed, ch)
+			require.Equal(t, wantCSV, gotCSV, "seed %d chain %+v: counters", seed, ch)
+			require.Equal(t, wantTrace, gotTrace, "seed %d chain %+v: trace", seed, ch)
+		}
+	}
+	require.Positive(t, stopped, "some runs must stop early")
 }
