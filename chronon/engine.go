@@ -36,12 +36,22 @@ import (
 // whatever the edge delays: chronon cannot know statically that no unit
 // will terminate, flush or credit pops.
 //
-// Memory ordering: every synchronizing operation is a sync/atomic one, which
-// the Go memory model makes sequentially consistent. A cluster's effects in
-// cycle c (ring pushes, published counts, stop requests) precede its
-// done.Add; the worker whose Add completes the cycle stores gate after it;
-// a worker loads gate before claiming a cluster of the next cycle. So
-// everything of cycle c happens before anything of c+1.
+// Memory ordering. The engine's own handshake (claim, done, gate, stopAt)
+// and every publication chronon makes itself (pushed counts, pop-credit
+// ledgers, cancel logs, broadcast tails and cursors) are sync/atomic
+// operations, sequentially consistent in the Go memory model. The lanes are
+// ringbuf rings, whose publication store is a release store: in non-race
+// amd64 builds a plain MOV (ordered by x86-TSO and the compiler, outside
+// the Go memory model; see ringbuf/release.go), STLR on arm64, and a
+// sync/atomic store elsewhere and under the race detector, which therefore
+// checks the argument below under the Go memory model proper. A cluster's
+// effects in cycle c (ring pushes and the other publications, stop
+// requests) precede, in its goroutine's program order, its done.Add, a
+// sequentially consistent read-modify-write (a locked instruction on amd64,
+// after which no earlier store is pending); the worker whose Add completes
+// the cycle stores gate after it; a worker loads gate before claiming a
+// cluster of the next cycle. So everything of cycle c happens before
+// anything of c+1.
 type engine struct {
 	sim     *Simulation
 	workers []*worker
