@@ -80,7 +80,7 @@ func (p *InPort[T]) build() error {
 // them; a fan-in destination keeps its lane, merged by frontier. It runs
 // after every Connect and before any InPort is built.
 func (p *OutPort[T]) planBroadcast(on bool) {
-	p.bc, p.curConn, p.lanes = nil, nil, nil
+	p.bc, p.lanes = nil, nil
 	if !on || len(p.conns) < BroadcastFanout {
 		return
 	}
@@ -97,10 +97,11 @@ func (p *OutPort[T]) planBroadcast(on bool) {
 		return
 	}
 	p.bc = newShared[T](UnboundedDepth, names)
-	for i, k := range p.conns {
+	n := 0
+	for _, k := range p.conns {
 		if len(k.in.conns) == 1 {
-			k.cur = len(p.curConn)
-			p.curConn = append(p.curConn, i)
+			k.cur = n
+			n++
 		} else {
 			k.cur = -1
 			p.lanes = append(p.lanes, k)

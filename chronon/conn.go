@@ -64,9 +64,9 @@ type conn[T any] struct {
 	// cross is set by the parallel engine when producer and receiver are
 	// in different clusters, which may run on different goroutines: the
 	// producer then publishes its push count in pubPushes for the
-	// receiver's drained shortcut. shared is cross on a finite-capacity
-	// connection: the receiver then also publishes its ledger in pub, and
-	// the producer reads pub. Both are set between runs only.
+	// receiver's drained shortcut, and the receiver its ledger in pub,
+	// which the producer reads for admission and overflow (shared, the
+	// same flag under its ledger name). Both are set between runs only.
 	cross  bool
 	shared bool
 
@@ -77,6 +77,7 @@ type conn[T any] struct {
 	pushCycle  uint64        // cycle of the last push
 	pushesPrev uint64        // pushes before pushCycle
 	pubPushes  atomic.Uint64 // pushes, published after the message when cross
+	low        uint64        // a lower bound of the credits, for full
 
 	_ [cacheLine]byte
 
@@ -175,6 +176,10 @@ func (k *conn[T]) admits(c uint64) bool {
 // A wide message bound for a single-connection lane is written in place
 // (see wide).
 func (k *conn[T]) push(c uint64, epoch uint32, v *T) {
+	if k.capacity == 0 && k.full(c) {
+		k.out.u.sim.overflow(k.out.u, k.name, c)
+		return
+	}
 	k.record(c)
 	var ok bool
 	switch {
@@ -194,6 +199,23 @@ func (k *conn[T]) push(c uint64, epoch uint32, v *T) {
 		k.out.u.sim.overflow(k.out.u, k.name, c)
 	}
 	k.publish()
+}
+
+// full reports whether an unlimited-capacity connection has no room left
+// for a push in producer cycle c: UnboundedDepth messages sent and not
+// consumed in cycles before c. That is an overflow, a correctness failure,
+// decided like admission from simulated events only: the lane's physical
+// room would include the receiver's pops of cycle c when it has ticked
+// first, so the overflow's cycle would depend on tick order. The physical
+// lane always has room when full is false: pops credited before c are
+// physical pops too. The check costs a comparison with a cached lower bound
+// of the credits (low) until the backlog could reach the depth.
+func (k *conn[T]) full(c uint64) bool {
+	if k.pushes-k.low < UnboundedDepth {
+		return false
+	}
+	k.low = k.credits(c)
+	return k.pushes-k.low >= UnboundedDepth
 }
 
 // record counts one push in producer cycle c in the producer's ledger.

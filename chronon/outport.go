@@ -10,10 +10,9 @@ type OutPort[T any] struct {
 	name  string
 	conns []*conn[T]
 	bc    *shared[T] // the shared broadcast ring, when Build chose it
-	// With bc: the connection of each cursor of bc, and the connections
-	// with lanes of their own (to fan-in ports), in connection order.
-	curConn []int
-	lanes   []*conn[T]
+	// With bc: the connections with lanes of their own (to fan-in ports),
+	// in connection order.
+	lanes []*conn[T]
 	// epoch counts the port's effective cancels; sent says a message was
 	// sent since it last advanced. Both are the owner's; receivers read the
 	// log, allocated by Build (see cancelLog).
@@ -75,28 +74,27 @@ func (p *OutPort[T]) send(v *T) bool {
 // broadcast is Send's publication with a shared broadcast ring: the
 // ledgers of every connection, one payload write for the cursors, a push
 // on each lane of its own, then the published counts. The first connection
-// in connection order without room overflows, as in the direct transport;
-// the run stops at the end of the cycle, before any receiver could see the
-// message, so what the other connections got is not observable.
+// in connection order that is full (see conn.full) overflows, as in the
+// direct transport, and nothing is written: the run stops at the end of
+// the cycle, before any receiver could see the message.
 func (p *OutPort[T]) broadcast(b *shared[T], c uint64, e uint32, v *T) {
+	for _, k := range p.conns {
+		if k.full(c) {
+			p.u.sim.overflow(p.u, k.name, c)
+			return
+		}
+	}
 	for _, k := range p.conns {
 		k.record(c)
 	}
 	m := msg[T]{arrive: c + 1, epoch: e, v: *v}
-	full := -1 // the connection of a full cursor, if any
 	if i := b.put(&m); i >= 0 {
-		full = p.curConn[i]
+		p.u.sim.overflow(p.u, b.name[i], c) // not reached: full checked the same room
 	}
 	for _, k := range p.lanes {
-		if full >= 0 && k.id > p.conns[full].id {
-			break // the cursor's overflow comes first; nothing more is observable
-		}
 		if !k.flane.TryPush(c+1, lmsg[T]{epoch: e, lane: k.lane, v: *v}) {
 			p.u.sim.overflow(p.u, k.name, c)
 		}
-	}
-	if full >= 0 {
-		p.u.sim.overflow(p.u, p.conns[full].name, c)
 	}
 	for _, k := range p.conns {
 		k.publish()

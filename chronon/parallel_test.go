@@ -247,6 +247,35 @@ func TestParallelOverflowIsReported(t *testing.T) {
 	require.True(t, errors.Is(s.Run(5000), chronon.ErrOverflow))
 }
 
+func TestOverflowDoesNotDependOnTickOrder(t *testing.T) {
+	// Regression (found with the stress harness's reverse-order check): a
+	// producer sending 2 a cycle on an unlimited edge to a consumer taking
+	// 1. The lane used to overflow when physically full, which counted the
+	// consumer's pops of the current cycle when it ticked first: cycle 4095
+	// consumer first, 4094 producer first, and either under 2 workers. The
+	// backlog is now counted like admission, from pops of earlier cycles.
+	var want string
+	for _, consFirst := range []bool{false, true} {
+		for _, w := range []int{1, 2} {
+			for range 3 {
+				p := &prod{plan: func(uint64) []int { return []int{1, 2} }}
+				k := &cons{take: func(uint64) int { return 1 }}
+				s := pair(t, consFirst, p, k, chronon.Rate(2))
+				s.SetParallelThreshold(0)
+				require.NoError(t, s.SetWorkers(w))
+				err := s.Run(10000)
+				require.ErrorIs(t, err, chronon.ErrOverflow)
+				if want == "" {
+					want = err.Error()
+				}
+				require.Equal(t, want, err.Error(), "consumer first %v, %d workers", consFirst, w)
+				require.Len(t, p.sent, 8190, "consumer first %v, %d workers", consFirst, w)
+			}
+		}
+	}
+	require.Contains(t, want, "at cycle 4094")
+}
+
 func TestParallelCalibration(t *testing.T) {
 	t.Run("cheap cycles stay sequential", func(t *testing.T) {
 		s := ring(4, nil)(t)

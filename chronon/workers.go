@@ -166,13 +166,12 @@ func (s *Simulation) setParallel(clusterOf []int) {
 	}
 }
 
-// setParallel marks the port's connections from another cluster as cross,
-// and the finite-capacity ones among them as shared, publishing the current
-// counts and ledger.
+// setParallel marks the port's connections from another cluster as cross
+// and shared, publishing the current counts and ledger.
 func (p *InPort[T]) setParallel(workerOf []int) {
 	for _, k := range p.conns {
 		k.cross = workerOf != nil && workerOf[k.out.u.index] != workerOf[p.u.index]
-		k.shared = k.cross && k.capacity != 0
+		k.shared = k.cross
 		k.pubPushes.Store(k.pushes)
 		k.pub.prev.Store(k.popsPrev)
 		k.pub.cycle.Store(k.popCycle)
