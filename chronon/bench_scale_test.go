@@ -51,11 +51,11 @@ func scaleModel(tb testing.TB, units int) *chronon.Simulation {
 	return s
 }
 
-// BenchmarkScale runs scaleModel sequentially at 100, 1,000 and 10,000
+// BenchmarkScale runs scaleModel sequentially at 10, 100, 1,000 and 10,000
 // units; ns/unit-cycle is the cost the bar compares (10k at most
 // 3x 100).
 func BenchmarkScale(b *testing.B) {
-	for _, units := range []int{100, 1000, 10000} {
+	for _, units := range []int{10, 100, 1000, 10000} {
 		b.Run(fmt.Sprint("units=", units), func(b *testing.B) {
 			s := scaleModel(b, units)
 			require.NoError(b, s.Run(64)) // warm: lanes and merges in steady state

@@ -114,6 +114,9 @@ func (p *OutPort[T]) planBroadcast(on bool) {
 // port needs none.
 func (p *OutPort[T]) buildCancel() {
 	p.log = nil
+	for _, k := range p.conns {
+		k.log = nil
+	}
 	if len(p.conns) == 0 || p.noCancel {
 		return
 	}
@@ -122,6 +125,9 @@ func (p *OutPort[T]) buildCancel() {
 		d = max(d, k.delay)
 	}
 	p.log = newCancelLog(d)
+	for _, k := range p.conns {
+		k.log = p.log
+	}
 }
 
 // payloadBytes returns the payload storage of the port's connections:

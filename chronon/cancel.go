@@ -91,7 +91,7 @@ func (k *conn[T]) stale(e uint32, c uint64) bool {
 // refreshCut computes E(c-d) from the sender's log.
 func (k *conn[T]) refreshCut(c uint64) {
 	k.cut.at = c
-	l := k.out.log
+	l := k.log
 	if l == nil {
 		return
 	}
@@ -101,7 +101,7 @@ func (k *conn[T]) refreshCut(c uint64) {
 		i = n - keep // older slots may be reused meanwhile; all in effect (invariant 3)
 	}
 	for ; i < n; i++ {
-		if l.cyc[i&l.mask].Load()+k.delay > c {
+		if l.cyc[i&l.mask].Load()+k.rdelay > c {
 			break
 		}
 		k.cut.ep = l.ep[i&l.mask].Load()

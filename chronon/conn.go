@@ -47,19 +47,22 @@ const none = ^uint64(0)
 // The sequential engine ticks every unit in the same cycle, so the ledger
 // needs just the pops of the current cycle kept apart from older ones.
 type conn[T any] struct {
-	id       uint64
-	name     string // "unit.port -> unit.port"
-	out      *OutPort[T]
-	in       *InPort[T]
-	delay    uint64
-	capacity uint64 // 0: unlimited
-	rate     uint64 // 0: unlimited
-	dff      bool   // delay 1, capacity 1, rate 1: one older unread entry counts as free
-	cancels  bool   // the sender can cancel: receivers check stale (see cancelLog)
-	lane     uint32
-	cur      int                     // the connection's cursor on its OutPort's shared broadcast ring; -1: none
-	ring     *ringbuf.SPSC[msg[T]]   // single-connection destination
-	flane    *frontier.Lane[lmsg[T]] // fan-in destination
+	// Producer side: what the sending unit reads and writes per message,
+	// together (the ledger and pads of a connection are per-unit working
+	// set, which sets the cost per unit-cycle of a large model).
+	delay      uint64
+	capacity   uint64                  // 0: unlimited
+	rate       uint64                  // 0: unlimited
+	ring       *ringbuf.SPSC[msg[T]]   // single-connection destination
+	flane      *frontier.Lane[lmsg[T]] // fan-in destination
+	out        *OutPort[T]
+	pushes     uint64        // total pushes
+	pushCycle  uint64        // cycle of the last push
+	pushesPrev uint64        // pushes before pushCycle
+	low        uint64        // a lower bound of the credits, for full
+	pubPushes  atomic.Uint64 // pushes, published after the message when cross
+	lane       uint32        // index of the connection in the receiving port
+	dff        bool          // delay 1, capacity 1, rate 1: one older unread entry counts as free
 
 	// cross is set by the parallel engine when producer and receiver are
 	// in different clusters, which may run on different goroutines: the
@@ -70,29 +73,31 @@ type conn[T any] struct {
 	cross  bool
 	shared bool
 
-	_ [cacheLine]byte // producer-owned fields below, receiver-owned after
+	_ [cacheLine]byte // producer-written fields above, receiver-written below
 
-	// Producer-owned.
-	pushes     uint64        // total pushes
-	pushCycle  uint64        // cycle of the last push
-	pushesPrev uint64        // pushes before pushCycle
-	pubPushes  atomic.Uint64 // pushes, published after the message when cross
-	low        uint64        // a lower bound of the credits, for full
-
-	_ [cacheLine]byte
-
-	// Receiver-owned pop-credit ledger.
+	// Receiver side: its pop-credit ledger, its view of the sender's
+	// cancels, and copies of what it reads of the connection.
 	pops     uint64
 	popCycle uint64
 	popsPrev uint64 // pops before popCycle
 	cut      cut    // the sender's cancels in effect (see cancelLog)
+	rdelay   uint64 // delay
+	log      *cancelLog
+	cancels  bool    // the sender can cancel: receivers check stale (see cancelLog)
+	pub      *ledger // the ledger as published to another worker: allocated, and used, only when shared
 
-	pub ledger // the ledger as published to another worker, when shared
+	// Cold: building and error reports.
+	id   uint64
+	name string // "unit.port -> unit.port"
+	in   *InPort[T]
+	cur  int // the connection's cursor on its OutPort's shared broadcast ring; -1: none
 }
 
 // ledger is a receiver's pop-credit ledger published for a producer on
 // another goroutine. It is written by the receiver only and sits on its own
-// cache line, away from the producer's push counts.
+// cache line, away from the producer's push counts; a connection that never
+// crosses workers does not have one (padding for 40,000 connections is 5 MB
+// of working set).
 //
 // The parallel engine never lets the receiver start cycle c+1 before the
 // producer has finished cycle c, nor the producer start cycle c before the
@@ -250,8 +255,8 @@ func (k *conn[T]) pushed() uint64 {
 // messages sent in earlier cycles, plus those sent this cycle on a
 // zero-delay edge (whose sender has already ticked).
 func (k *conn[T]) limit(c uint64) uint64 {
-	if k.delay == 0 {
+	if k.rdelay == 0 {
 		return c
 	}
-	return c + k.delay - 1
+	return c + k.rdelay - 1
 }

@@ -173,6 +173,12 @@ func (p *InPort[T]) setParallel(workerOf []int) {
 		k.cross = workerOf != nil && workerOf[k.out.u.index] != workerOf[p.u.index]
 		k.shared = k.cross
 		k.pubPushes.Store(k.pushes)
+		if !k.shared {
+			continue
+		}
+		if k.pub == nil {
+			k.pub = new(ledger)
+		}
 		k.pub.prev.Store(k.popsPrev)
 		k.pub.cycle.Store(k.popCycle)
 		k.pub.pops.Store(k.pops)
