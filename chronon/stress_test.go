@@ -57,6 +57,7 @@ type snode struct {
 	cancP  uint64 // cancelling cycles, in 1/256
 	termAt uint64 // 0: never
 	panAt  uint64 // 0: never
+	hold   bool   // never flushes (a flooder's target)
 	events []event
 }
 
@@ -81,8 +82,14 @@ func (n *snode) Tick() {
 	}
 	switch r % 64 {
 	case 0:
+		if n.hold {
+			break
+		}
 		n.log('f', uint64(n.In.Flush()))
 	case 1:
+		if n.hold {
+			break
+		}
 		n.log('f', uint64(n.In.FlushKeys(func(v *uint64) uint64 { return *v % 1000 }, chronon.YoungerThan(500))))
 	}
 	if c%n.lazy == 0 {
@@ -152,10 +159,28 @@ func (n *snode) Tick() {
 type stressSpec struct {
 	units []stressUnit
 	conns []stressConn
+	flood int // a unit that a flooder overflows (see flooder); -1: none
+}
+
+// flooder sends floodRate messages a cycle on an unlimited edge, so that a
+// lazy receiver falls UnboundedDepth messages behind within a stress run:
+// the overflow's cycle and connection must not depend on tick order.
+type flooder struct {
+	chronon.Base
+	Out chronon.NoCancelOutPort[uint64]
+}
+
+const floodRate = 12
+
+func (f *flooder) Tick() {
+	for i := range uint64(floodRate) {
+		f.Out.Send(f.Cycle()*floodRate + i)
+	}
 }
 
 type stressUnit struct {
 	seed, sendP, lazy, burst, cancP, termAt, panAt uint64
+	hold                                           bool
 }
 
 type stressConn struct {
@@ -173,7 +198,7 @@ type stressConn struct {
 func newStressSpec(seed uint64) stressSpec {
 	r := seed
 	next := func(n uint64) uint64 { r = mix(r); return r % n }
-	var sp stressSpec
+	sp := stressSpec{flood: -1}
 	n := int(3 + next(18))
 	for i := range n {
 		u := stressUnit{seed: mix(seed ^ uint64(i+1)<<40), sendP: 16 + next(160), lazy: 1, burst: 1}
@@ -203,6 +228,11 @@ func newStressSpec(seed uint64) stressSpec {
 		at := 50 + next(300)
 		sp.units[next(uint64(n))].termAt = at
 		sp.units[next(uint64(n))].panAt = at + next(3)
+	}
+	if next(6) == 0 {
+		sp.flood = int(next(uint64(n)))
+		sp.units[sp.flood].lazy = 3 + next(5)
+		sp.units[sp.flood].hold = true
 	}
 	for i := range sp.units {
 		for o := range 3 {
@@ -249,9 +279,18 @@ func (sp stressSpec) build(perm []int, quiet bool) (*chronon.Simulation, error) 
 	s := chronon.New()
 	nodes := make([]*snode, len(sp.units))
 	for i, u := range sp.units {
-		nodes[i] = &snode{seed: u.seed, sendP: u.sendP, lazy: u.lazy, burst: u.burst, cancP: u.cancP}
+		nodes[i] = &snode{seed: u.seed, sendP: u.sendP, lazy: u.lazy, burst: u.burst, cancP: u.cancP, hold: u.hold}
 		if !quiet {
 			nodes[i].termAt, nodes[i].panAt = u.termAt, u.panAt
+		}
+	}
+	var fl *flooder
+	if sp.flood >= 0 {
+		fl = &flooder{}
+		if perm == nil { // first in plan order, or, reversed, last
+			if err := s.Add("flood", fl); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for k := range nodes {
@@ -260,6 +299,11 @@ func (sp stressSpec) build(perm []int, quiet bool) (*chronon.Simulation, error) 
 			i = perm[k]
 		}
 		if err := s.Add(fmt.Sprintf("u%d", i), nodes[i]); err != nil {
+			return nil, err
+		}
+	}
+	if fl != nil && perm != nil {
+		if err := s.Add("flood", fl); err != nil {
 			return nil, err
 		}
 	}
@@ -272,6 +316,11 @@ func (sp stressSpec) build(perm []int, quiet bool) (*chronon.Simulation, error) 
 			err = chronon.Connect(&nodes[c.from].Out[c.out], &nodes[c.to].In, opts...)
 		}
 		if err != nil {
+			return nil, err
+		}
+	}
+	if fl != nil {
+		if err := chronon.Connect(&fl.Out, &nodes[sp.flood].In, chronon.Rate(floodRate)); err != nil {
 			return nil, err
 		}
 	}
@@ -322,7 +371,11 @@ func stressOutcome(s *chronon.Simulation, err error) outcome {
 	}
 	for _, name := range s.Units() {
 		u, _ := s.Unit(name)
-		ev := u.(recorder).Events()
+		r, ok := u.(recorder)
+		if !ok {
+			continue
+		}
+		ev := r.Events()
 		for len(ev) > 0 && ev[len(ev)-1].Cycle >= cut {
 			ev = ev[:len(ev)-1]
 		}
@@ -458,10 +511,14 @@ func TestStressDifferential(t *testing.T) {
 	}
 	par := max(2, runtime.GOMAXPROCS(0)) // more simulations than cores: contention
 	runs, failed := 0, 0
+	overflows := 0
 	for i := range seeds {
 		seed := *stressFirst + uint64(i)
 		n, d := stressSeed(seed, reps, par)
 		runs += n
+		if newStressSpec(seed).flood >= 0 {
+			overflows++
+		}
 		if d != "" {
 			failed++
 			t.Error(d)
@@ -470,7 +527,7 @@ func TestStressDifferential(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d topologies, %d runs", seeds, runs)
+	t.Logf("%d topologies (%d flooded), %d runs", seeds, overflows, runs)
 }
 
 // observed runs a stress topology with counters and a trace and returns
