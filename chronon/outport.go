@@ -105,7 +105,8 @@ func (p *OutPort[T]) broadcast(b *shared[T], c uint64, e uint32, v *T) {
 // travels like a message: on a connection with delay d, a cancel in cycle x
 // makes the receiver discard, from cycle x+d on, every earlier message it
 // has not yet taken. The discards free capacity when the receiver reaches
-// them.
+// them. Any number of cancels per cycle is exact (see cancelLog); a cancel
+// with nothing sent since the previous one changes nothing.
 func (p *OutPort[T]) CancelInFlight() {
 	if !p.sent {
 		return // nothing sent since the last cancel: nothing more to cancel
