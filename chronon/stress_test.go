@@ -564,7 +564,7 @@ func (sp stressSpec) observed(t *testing.T, chain []stressStep, every uint64) (c
 func TestObservationIdenticalAcrossEngines(t *testing.T) {
 	seeds, stopped := 10, 0
 	if raceEnabled {
-		seeds = 4
+		seeds = 3
 	}
 	for i := range seeds {
 		seed := uint64(i) * 31
