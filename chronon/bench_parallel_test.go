@@ -2,6 +2,7 @@ package chronon_test
 
 import (
 	"fmt"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,6 +25,8 @@ type worker64 struct {
 	InL   chronon.InPort[large]
 	OutS  chronon.OutPort[small]
 	OutL  chronon.OutPort[large]
+	Recv  chronon.Counter
+	Sent  chronon.Counter
 	state uint64
 	work  int
 }
@@ -35,6 +38,7 @@ func (u *worker64) Tick() {
 			break
 		}
 		u.state ^= v.A + v.B
+		u.Recv.Inc()
 	}
 	for {
 		v, ok := u.InL.TryReceive()
@@ -42,19 +46,22 @@ func (u *worker64) Tick() {
 			break
 		}
 		u.state ^= v.W[0] + v.W[15]
+		u.Recv.Inc()
 	}
 	x := u.state
 	for range u.work { // the unit's computation
 		x = mix(x)
 	}
 	u.state = x
-	if x%100 < 18 {
-		u.OutS.Send(small{x, x >> 1})
+	if x%100 < 18 && u.OutS.Send(small{x, x >> 1}) {
+		u.Sent.Inc()
 	}
 	if (x>>8)%100 < 18 {
 		var l large
 		l.W[0], l.W[15] = x, x>>3
-		u.OutL.Send(l)
+		if u.OutL.Send(l) {
+			u.Sent.Inc()
+		}
 	}
 }
 
@@ -112,6 +119,78 @@ func BenchmarkRepresentative64(b *testing.B) {
 	for _, w := range []int{1, 2, 4, 8} {
 		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
 			s := representative(b, work1us)
+			require.NoError(b, s.SetWorkers(w))
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			if err := s.Run(uint64(b.N)); err != nil {
+				b.Fatal(err)
+			}
+			reportRate(b, cpu0)
+		})
+	}
+}
+
+// BenchmarkRepresentative64Counters runs the 64-unit workload with 2
+// workers, uncalibrated (so every cycle is parallel), with counters off and
+// on (a row every 1,000 cycles, the units' two counters each): the bar is
+// on within 10% of off.
+func BenchmarkRepresentative64Counters(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("counters=%v", on), func(b *testing.B) {
+			s := representative(b, work1us)
+			s.SetParallelThreshold(0)
+			require.NoError(b, s.SetWorkers(2))
+			if on {
+				require.NoError(b, s.DumpCounters(io.Discard, 1000))
+			}
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			if err := s.Run(uint64(b.N)); err != nil {
+				b.Fatal(err)
+			}
+			reportRate(b, cpu0)
+			b.StopTimer()
+			require.NoError(b, s.Close())
+		})
+	}
+}
+
+// partitions builds two partitions of 32 representative units: inside a
+// partition the workload's random delay 1-3 edges, between them only
+// delay-8 edges (each unit's small output also feeds one unit of the other
+// partition).
+func partitions(tb testing.TB, work int) *chronon.Simulation {
+	s := chronon.New()
+	us := make([]*worker64, 64)
+	for i := range us {
+		us[i] = &worker64{state: uint64(i) + 1, work: work}
+		require.NoError(tb, s.Add(fmt.Sprintf("u%d", i), us[i]))
+	}
+	r := uint64(8)
+	next := func(n uint64) uint64 { r = mix(r); return r % n }
+	for i, u := range us {
+		part := i / 32 * 32
+		for range 1 + next(3) {
+			d := us[part+int(next(32))]
+			require.NoError(tb, chronon.Connect(&u.OutS, &d.InS, chronon.Delay(int(1+next(3))), chronon.Capacity(8)))
+		}
+		for range 1 + next(3) {
+			d := us[part+int(next(32))]
+			require.NoError(tb, chronon.Connect(&u.OutL, &d.InL, chronon.Delay(int(1+next(3))), chronon.Capacity(8)))
+		}
+		d := us[(part+32)%64+int(next(32))]
+		require.NoError(tb, chronon.Connect(&u.OutS, &d.InS, chronon.Delay(8), chronon.Capacity(8)))
+	}
+	require.NoError(tb, s.Build())
+	return s
+}
+
+// BenchmarkPartitionsDelay8 runs the two partitions sequentially and with 2
+// workers (calibrated, as a user's run is); the bar is 2 workers >= 1.8x.
+func BenchmarkPartitionsDelay8(b *testing.B) {
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
+			s := partitions(b, work1us)
 			require.NoError(b, s.SetWorkers(w))
 			b.ResetTimer()
 			cpu0 := cpuTime()

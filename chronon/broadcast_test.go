@@ -229,7 +229,8 @@ func TestBroadcastPortContract(t *testing.T) {
 
 // TestBroadcastSlowDestination: a destination that never receives makes
 // the shared ring overflow in exactly the cycle its lane would, with the
-// same connection named; a slow but steady one never does.
+// same connection named, with every engine; a slow but steady one never
+// does.
 func TestBroadcastSlowDestination(t *testing.T) {
 	build := func(lazyFlush bool, sopts ...chronon.SimOption) func(t *testing.T) *chronon.Simulation {
 		return func(t *testing.T) *chronon.Simulation {
@@ -268,13 +269,6 @@ func TestBroadcastSlowDestination(t *testing.T) {
 		}
 	}
 	for _, lazyFlush := range []bool{false, true} {
-		workers := harnessWorkers
-		if lazyFlush {
-			// A flush racing with a concurrent push may see it or not, which
-			// decides frontier's wrap split and so the exact overflow cycle
-			// in the direct transport too: compare sequentially only.
-			workers = []int{1}
-		}
 		off := scenario{build: build(lazyFlush, chronon.WithBroadcast(false)), run: runFor(8000)}
 		on := scenario{build: build(lazyFlush), run: runFor(8000)}
 		ref := off.outcome(t, 1)
@@ -289,11 +283,14 @@ func TestBroadcastSlowDestination(t *testing.T) {
 			assert.Equal(t, "src.Out -> d2.In", oe.Conn)
 			assert.Equal(t, uint64(chronon.UnboundedDepth), oe.Cycle)
 		} else {
-			// frontier spills a lane's wrapped run out of its ring when
-			// flushing, so a lane that is flushed now and then never
-			// overflows; the shared ring must not either.
-			require.Empty(t, ref.err)
+			// The flushes consume a tenth of the backlog, which is credited
+			// like receives: the destination still falls UnboundedDepth
+			// messages behind, later. (frontier's flush moves a wrapped run
+			// out of the lane, so the physical lane alone would never fill
+			// and the backlog would grow without bound.)
+			require.Contains(t, ref.err, "src.Out -> d2.In at cycle 4546")
 		}
+		workers := harnessWorkers
 		for _, w := range workers {
 			for name, sc := range map[string]scenario{"on": on, "off": off} {
 				if d := firstDivergence(ref, sc.outcome(t, w)); d != "" {

@@ -1,7 +1,6 @@
 package chronon
 
 import (
-	"fmt"
 	"unsafe"
 
 	"github.com/lanework/lanework/ringbuf"
@@ -19,26 +18,20 @@ func (k *conn[T]) depth() int {
 	return int(k.capacity)
 }
 
-// build selects the port's transport: a plain SPSC lane for one connection,
-// the deterministic frontier merge for more.
+// build selects the port's transport: a plain SPSC lane for one connection
+// (or its cursor on a shared broadcast ring, see planBroadcast), the
+// deterministic frontier merge for more.
 //
 // The merge runs unbounded. A bounded merge's shared FIFO, at the sum of the
 // lane depths, could never fill: every connection's admission already keeps
 // its messages, in lane and FIFO alike, within its own depth. So the
 // aggregate bound is enforced per connection and the FIFO's extra move per
 // message is saved; results are identical.
-//
-// A connection from a shared broadcast ring (see planBroadcast) is read
-// through a cursor instead of a lane: by a single-connection port directly,
-// by a fan-in port through a cursorMerge, which then gives each of the
-// port's other connections a one-reader ring of its lane's size, so that
-// every source of the merge is a cursor. Either way the port's receive,
-// filter, flush and cancel code is the same.
 func (p *InPort[T]) build() error {
 	p.one, p.ring, p.merge, p.keepFn, p.flushFn = nil, ingress[T]{}, nil, nil, nil
 	p.idle, p.gap = 0, 1
 	for i, k := range p.conns {
-		k.ring, k.flane, k.sh = nil, nil, nil
+		k.ring, k.flane = nil, nil
 		if i == 0 || k.delay < p.gap {
 			p.gap = k.delay
 		}
@@ -51,7 +44,7 @@ func (p *InPort[T]) build() error {
 		k := p.conns[0]
 		p.one = k
 		if b := k.out.bc; b != nil {
-			p.ring = ingress[T]{rd: newReader(b, k.cur, k.lane, false)}
+			p.ring = ingress[T]{rd: newReader(b, k.cur)}
 			return nil
 		}
 		r, err := ringbuf.NewSPSC[msg[T]](k.depth())
@@ -63,23 +56,6 @@ func (p *InPort[T]) build() error {
 	}
 	p.keepFn = p.keepMerged
 	p.flushFn = p.flushMerged
-	if p.fromBroadcast() {
-		cm := &cursorMerge[T]{srcs: make([]*reader[T], len(p.conns))}
-		for i, k := range p.conns { // in connection id order
-			if b := k.out.bc; b != nil {
-				cm.srcs[i] = newReader(b, k.cur, k.lane, true)
-				continue
-			}
-			d := k.depth()
-			if d < 1 || d > ringbuf.MaxCapacity {
-				return fmt.Errorf("lane of %s: %w: %d", k.name, ringbuf.ErrCapacity, d)
-			}
-			k.sh = newShared[T](pow2(d), []string{k.name})
-			cm.srcs[i] = newReader(k.sh, 0, k.lane, false)
-		}
-		p.merge = &fanIn[T]{cm: cm}
-		return nil
-	}
 	depths := make([]int, len(p.conns))
 	for i, k := range p.conns {
 		depths[i] = k.depth()
@@ -91,63 +67,86 @@ func (p *InPort[T]) build() error {
 	for i, k := range p.conns {
 		k.flane = lanes[i]
 	}
-	p.merge = &fanIn[T]{fr: m}
+	p.merge = m
 	return nil
-}
-
-// fromBroadcast reports whether a connection of the port reads a shared
-// broadcast ring.
-func (p *InPort[T]) fromBroadcast() bool {
-	for _, k := range p.conns {
-		if k.out.bc != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // planBroadcast gives the port a shared broadcast ring when on and the
 // port has BroadcastFanout or more connections, all of delay 1 and without
-// capacity. Such connections have no admission ledger to keep per
-// destination (only the producer-side rate), and every message arrives in
-// the next cycle, so one payload ring with a cursor per destination carries
-// them all. It runs before any InPort is built.
+// capacity, and at least one of them to a single-connection InPort. Such
+// connections have no admission ledger to keep per destination (only the
+// producer-side rate), and every message arrives in the next cycle, so one
+// payload ring with a cursor per single-connection destination carries
+// them; a fan-in destination keeps its lane, merged by frontier. It runs
+// after every Connect and before any InPort is built.
 func (p *OutPort[T]) planBroadcast(on bool) {
-	p.bc = nil
+	p.bc, p.lanes = nil, nil
 	if !on || len(p.conns) < BroadcastFanout {
 		return
 	}
-	names := make([]string, len(p.conns))
-	for i, k := range p.conns {
+	var names []string
+	for _, k := range p.conns {
 		if k.delay != 1 || k.capacity != 0 {
 			return
 		}
-		names[i] = k.name
+		if len(k.in.conns) == 1 {
+			names = append(names, k.name)
+		}
+	}
+	if len(names) == 0 {
+		return
 	}
 	p.bc = newShared[T](UnboundedDepth, names)
-	for i, k := range p.conns {
-		k.cur = i
+	n := 0
+	for _, k := range p.conns {
+		if len(k.in.conns) == 1 {
+			k.cur = n
+			n++
+		} else {
+			k.cur = -1
+			p.lanes = append(p.lanes, k)
+		}
+	}
+}
+
+// buildCancel allocates the port's cancel log, sized by the largest delay
+// of its connections (see cancelLog); an unconnected or NoCancelOutPort
+// port needs none.
+func (p *OutPort[T]) buildCancel() {
+	p.log = nil
+	for _, k := range p.conns {
+		k.log = nil
+	}
+	if len(p.conns) == 0 || p.noCancel {
+		return
+	}
+	d := uint64(0)
+	for _, k := range p.conns {
+		d = max(d, k.delay)
+	}
+	p.log = newCancelLog(d)
+	for _, k := range p.conns {
+		k.log = p.log
 	}
 }
 
 // payloadBytes returns the payload storage of the port's connections:
 // lane or ring slots, the shared broadcast ring counted once.
 func (p *OutPort[T]) payloadBytes() int {
-	if p.bc != nil {
-		return len(p.bc.buf) * int(unsafe.Sizeof(msg[T]{}))
-	}
 	n := 0
-	for _, k := range p.conns {
+	conns := p.conns
+	if p.bc != nil {
+		n, conns = len(p.bc.buf)*int(unsafe.Sizeof(msg[T]{})), p.lanes
+	}
+	for _, k := range conns {
 		switch {
 		case k.ring != nil:
 			n += k.ring.Cap() * int(unsafe.Sizeof(msg[T]{}))
 		case k.flane != nil:
 			n += k.flane.Cap() * int(unsafe.Sizeof(struct {
 				a uint64
-				m msg[T]
+				m lmsg[T]
 			}{}))
-		case k.sh != nil:
-			n += len(k.sh.buf) * int(unsafe.Sizeof(msg[T]{}))
 		}
 	}
 	return n

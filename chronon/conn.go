@@ -16,6 +16,14 @@ type msg[T any] struct {
 	v      T
 }
 
+// lmsg is the envelope in a fan-in lane: frontier keeps the arrive cycle
+// beside it, so the message does not store it a second time.
+type lmsg[T any] struct {
+	epoch uint32
+	lane  uint32
+	v     T
+}
+
 // wide reports whether msg[T] is wider than four words, too wide for the
 // compiler to keep in registers (a constant for each instantiation). A wide
 // message built in a local and then copied, into a lane or out of a call's
@@ -39,50 +47,57 @@ const none = ^uint64(0)
 // The sequential engine ticks every unit in the same cycle, so the ledger
 // needs just the pops of the current cycle kept apart from older ones.
 type conn[T any] struct {
-	id       uint64
-	name     string // "unit.port -> unit.port"
-	out      *OutPort[T]
-	in       *InPort[T]
-	delay    uint64
-	capacity uint64 // 0: unlimited
-	rate     uint64 // 0: unlimited
-	dff      bool   // delay 1, capacity 1, rate 1: one older unread entry counts as free
-	lane     uint32
-	cur      int                    // the connection's cursor on its OutPort's shared broadcast ring
-	ring     *ringbuf.SPSC[msg[T]]  // single-connection destination
-	flane    *frontier.Lane[msg[T]] // fan-in destination
-	sh       *shared[T]             // a fan-in destination reading broadcast rings: the connection's own one-reader ring
+	// Producer side: what the sending unit reads and writes per message,
+	// together (the ledger and pads of a connection are per-unit working
+	// set, which sets the cost per unit-cycle of a large model).
+	delay      uint64
+	capacity   uint64                  // 0: unlimited
+	rate       uint64                  // 0: unlimited
+	ring       *ringbuf.SPSC[msg[T]]   // single-connection destination
+	flane      *frontier.Lane[lmsg[T]] // fan-in destination
+	out        *OutPort[T]
+	pushes     uint64        // total pushes
+	pushCycle  uint64        // cycle of the last push
+	pushesPrev uint64        // pushes before pushCycle
+	low        uint64        // a lower bound of the credits, for full
+	pubPushes  atomic.Uint64 // pushes, published after the message when cross
+	lane       uint32        // index of the connection in the receiving port
+	dff        bool          // delay 1, capacity 1, rate 1: one older unread entry counts as free
 
 	// cross is set by the parallel engine when producer and receiver are
 	// in different clusters, which may run on different goroutines: the
 	// producer then publishes its push count in pubPushes for the
-	// receiver's drained shortcut. shared is cross on a finite-capacity
-	// connection: the receiver then also publishes its ledger in pub, and
-	// the producer reads pub. Both are set between runs only.
+	// receiver's drained shortcut, and the receiver its ledger in pub,
+	// which the producer reads for admission and overflow (shared, the
+	// same flag under its ledger name). Both are set between runs only.
 	cross  bool
 	shared bool
 
-	_ [cacheLine]byte // producer-owned fields below, receiver-owned after
+	_ [cacheLine]byte // producer-written fields above, receiver-written below
 
-	// Producer-owned.
-	pushes     uint64        // total pushes
-	pushCycle  uint64        // cycle of the last push
-	pushesPrev uint64        // pushes before pushCycle
-	pubPushes  atomic.Uint64 // pushes, published after the message when cross
-
-	_ [cacheLine]byte
-
-	// Receiver-owned pop-credit ledger.
+	// Receiver side: its pop-credit ledger, its view of the sender's
+	// cancels, and copies of what it reads of the connection.
 	pops     uint64
 	popCycle uint64
 	popsPrev uint64 // pops before popCycle
+	cut      cut    // the sender's cancels in effect (see cancelLog)
+	rdelay   uint64 // delay
+	log      *cancelLog
+	cancels  bool    // the sender can cancel: receivers check stale (see cancelLog)
+	pub      *ledger // the ledger as published to another worker: allocated, and used, only when shared
 
-	pub ledger // the ledger as published to another worker, when shared
+	// Cold: building and error reports.
+	id   uint64
+	name string // "unit.port -> unit.port"
+	in   *InPort[T]
+	cur  int // the connection's cursor on its OutPort's shared broadcast ring; -1: none
 }
 
 // ledger is a receiver's pop-credit ledger published for a producer on
 // another goroutine. It is written by the receiver only and sits on its own
-// cache line, away from the producer's push counts.
+// cache line, away from the producer's push counts; a connection that never
+// crosses workers does not have one (padding for 40,000 connections is 5 MB
+// of working set).
 //
 // The parallel engine never lets the receiver start cycle c+1 before the
 // producer has finished cycle c, nor the producer start cycle c before the
@@ -166,6 +181,10 @@ func (k *conn[T]) admits(c uint64) bool {
 // A wide message bound for a single-connection lane is written in place
 // (see wide).
 func (k *conn[T]) push(c uint64, epoch uint32, v *T) {
+	if k.capacity == 0 && k.full(c) {
+		k.out.u.sim.overflow(k.out.u, k.name, c)
+		return
+	}
 	k.record(c)
 	var ok bool
 	switch {
@@ -178,16 +197,30 @@ func (k *conn[T]) push(c uint64, epoch uint32, v *T) {
 			k.ring.Commit(1)
 			ok = true
 		}
-	case k.flane != nil:
-		ok = k.flane.TryPush(c+k.delay, msg[T]{arrive: c + k.delay, epoch: epoch, lane: k.lane, v: *v})
 	default:
-		m := msg[T]{arrive: c + k.delay, epoch: epoch, lane: k.lane, v: *v}
-		ok = k.sh.put(&m) < 0
+		ok = k.flane.TryPush(c+k.delay, lmsg[T]{epoch: epoch, lane: k.lane, v: *v})
 	}
 	if !ok {
 		k.out.u.sim.overflow(k.out.u, k.name, c)
 	}
 	k.publish()
+}
+
+// full reports whether an unlimited-capacity connection has no room left
+// for a push in producer cycle c: UnboundedDepth messages sent and not
+// consumed in cycles before c. That is an overflow, a correctness failure,
+// decided like admission from simulated events only: the lane's physical
+// room would include the receiver's pops of cycle c when it has ticked
+// first, so the overflow's cycle would depend on tick order. The physical
+// lane always has room when full is false: pops credited before c are
+// physical pops too. The check costs a comparison with a cached lower bound
+// of the credits (low) until the backlog could reach the depth.
+func (k *conn[T]) full(c uint64) bool {
+	if k.pushes-k.low < UnboundedDepth {
+		return false
+	}
+	k.low = k.credits(c)
+	return k.pushes-k.low >= UnboundedDepth
 }
 
 // record counts one push in producer cycle c in the producer's ledger.
@@ -218,39 +251,12 @@ func (k *conn[T]) pushed() uint64 {
 	return k.pushes
 }
 
-// stale reports whether a message stamped with epoch e is cancelled in
-// receiver cycle c. A cancel made in sender cycle x reaches the receiver in
-// cycle x+delay, like a message, so the outcome does not depend on the
-// order in which sender and receiver tick.
-//
-// Under the parallel engine the sender may be cancelling concurrently, in
-// the receiver's cycle. It stores cancelAt before bumping epoch, so an
-// epoch loaded past e guarantees cancel #e's cycle is visible; a second load
-// of epoch detects that the slot was reused meanwhile. A cancel the sender
-// makes in cycle c cannot pass the cycle test (delay >= 1 across workers),
-// so seeing it early changes nothing.
-func (k *conn[T]) stale(e uint32, c uint64) bool {
-	p := k.out
-	cur := p.epoch.Load()
-	if e == cur {
-		return false
-	}
-	if cur-e > cancelHistory {
-		return true // cancel #e is older than the history; older than every visible one
-	}
-	at := p.cancelAt[e%cancelHistory].Load()
-	if p.epoch.Load()-e > cancelHistory {
-		return true // the slot was reused while reading it
-	}
-	return at+k.delay <= c
-}
-
 // limit returns the newest arrive cycle a flush in receiver cycle c covers:
 // messages sent in earlier cycles, plus those sent this cycle on a
 // zero-delay edge (whose sender has already ticked).
 func (k *conn[T]) limit(c uint64) uint64 {
-	if k.delay == 0 {
+	if k.rdelay == 0 {
 		return c
 	}
-	return c + k.delay - 1
+	return c + k.rdelay - 1
 }

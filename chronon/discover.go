@@ -7,10 +7,11 @@ import (
 )
 
 var (
-	outPortType = reflect.TypeFor[outPortAny]()
-	inPortType  = reflect.TypeFor[inPortAny]()
-	counterType = reflect.TypeFor[Counter]()
-	baseType    = reflect.TypeFor[Base]()
+	outPortType  = reflect.TypeFor[outPortAny]()
+	inPortType   = reflect.TypeFor[inPortAny]()
+	noCancelType = reflect.TypeFor[noCancelPort]()
+	counterType  = reflect.TypeFor[Counter]()
+	baseType     = reflect.TypeFor[Base]()
 )
 
 // discover binds the ports and counters declared in the fields of u, which
@@ -60,7 +61,7 @@ func discoverStruct(us *unitState, v reflect.Value, seen map[string]bool) error 
 
 func isElement(t reflect.Type) bool {
 	p := reflect.PointerTo(t)
-	return t == counterType || p.Implements(outPortType) || p.Implements(inPortType)
+	return t == counterType || p.Implements(outPortType) || p.Implements(inPortType) || p.Implements(noCancelType)
 }
 
 func discoverField(us *unitState, f reflect.Value, name string, seen map[string]bool) error {
@@ -71,6 +72,9 @@ func discoverField(us *unitState, f reflect.Value, name string, seen map[string]
 	// NewAt reaches unexported fields too; the unit struct is addressable
 	// because Add received a pointer to it.
 	ptr := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Interface()
+	if nc, ok := ptr.(noCancelPort); ok {
+		ptr = nc.noCancel()
+	}
 	switch p := ptr.(type) {
 	case *Counter:
 		us.ctrs = append(us.ctrs, namedCtr{name: name, c: p})

@@ -36,12 +36,22 @@ import (
 // whatever the edge delays: chronon cannot know statically that no unit
 // will terminate, flush or credit pops.
 //
-// Memory ordering: every synchronizing operation is a sync/atomic one, which
-// the Go memory model makes sequentially consistent. A cluster's effects in
-// cycle c (ring pushes, published counts, stop requests) precede its
-// done.Add; the worker whose Add completes the cycle stores gate after it;
-// a worker loads gate before claiming a cluster of the next cycle. So
-// everything of cycle c happens before anything of c+1.
+// Memory ordering. The engine's own handshake (claim, done, gate, stopAt)
+// and every publication chronon makes itself (pushed counts, pop-credit
+// ledgers, cancel logs, broadcast tails and cursors) are sync/atomic
+// operations, sequentially consistent in the Go memory model. The lanes are
+// ringbuf rings, whose publication store is a release store: in non-race
+// amd64 builds a plain MOV (ordered by x86-TSO and the compiler, outside
+// the Go memory model; see ringbuf/release.go), STLR on arm64, and a
+// sync/atomic store elsewhere and under the race detector, which therefore
+// checks the argument below under the Go memory model proper. A cluster's
+// effects in cycle c (ring pushes and the other publications, stop
+// requests) precede, in its goroutine's program order, its done.Add, a
+// sequentially consistent read-modify-write (a locked instruction on amd64,
+// after which no earlier store is pending); the worker whose Add completes
+// the cycle stores gate after it; a worker loads gate before claiming a
+// cluster of the next cycle. So everything of cycle c happens before
+// anything of c+1.
 type engine struct {
 	sim     *Simulation
 	workers []*worker
@@ -80,9 +90,23 @@ type clusterList struct {
 
 const idxBits = 24 // clusters per list < 1<<24 (Connect caps nothing, but 16M clusters is far beyond use)
 
-// stopKey orders stop requests as the sequential engine would meet them:
-// by cycle, then panics before overflows (a panic ends the cycle at once, an
-// overflow at its end), then by the unit's position in plan order.
+// stopKey places a stop request (termination, panic, overflow) in the
+// sequential order of a run. What wins in a cycle is decided by plan order
+// alone (docs/chronon.md, "What wins in a cycle"), and every engine follows
+// the same rules:
+//
+//  1. An earlier cycle wins over a later one.
+//  2. A panic ends its cycle at the panicking unit: units after it in plan
+//     order do not tick in that cycle, so their requests are never made;
+//     the unit's own requests made before it panicked, and those of units
+//     before it, stand.
+//  3. Among faults of one cycle, a panic wins over an overflow (the panic
+//     is the run's error whichever comes first in plan order); among
+//     panics, or among overflows, the first in plan order wins.
+//  4. Among terminations of one cycle, the first in plan order wins.
+//
+// The parallel engine records every request and keeps the least by less
+// (rules 1, 3, 4), then drops a termination that a panic preempts (rule 2).
 type stopKey struct {
 	cycle uint64
 	kind  int
@@ -101,6 +125,15 @@ func (a stopKey) less(b stopKey) bool {
 	}
 	if a.kind != b.kind {
 		return a.kind < b.kind
+	}
+	return a.pos < b.pos
+}
+
+// preempts reports whether panic a prevents termination request b from
+// being made: a panic ends its cycle at the panicking unit (rule 2).
+func (a stopKey) preempts(b stopKey) bool {
+	if a.cycle != b.cycle {
+		return a.cycle < b.cycle
 	}
 	return a.pos < b.pos
 }
@@ -149,6 +182,9 @@ func (e *engine) terminate(k stopKey, t Termination) {
 // first, then the worker that finished the cycle before c. No cluster runs
 // meanwhile, so it may ask the Doners.
 func (e *engine) open(c uint64) {
+	if o := &e.sim.obs; c == o.next && !e.panicked(c) {
+		o.observe(e.sim, c) // between cycles, as the sequential engine does (see observer)
+	}
 	stop := uint64(0)
 	switch {
 	case e.untilDone && allDone(e.doners):
@@ -158,6 +194,17 @@ func (e *engine) open(c uint64) {
 	}
 	e.gate.Store(c<<1 | stop)
 	e.m.Wake() // after the store: the Dekker handshake of package pressure
+}
+
+// panicked reports whether a unit panicked in a cycle before c. Only stops
+// take the mutex.
+func (e *engine) panicked(c uint64) bool {
+	if e.stopAt.Load() > c {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.fault != nil && e.faultAt.kind == kindPanic
 }
 
 // run runs cycles from the simulation's current cycle up to end (exclusive)
@@ -191,9 +238,10 @@ func (e *engine) run(end uint64, untilDone bool) (allDone bool) {
 	e.m.Close()
 	s.par = nil
 	s.cycle = e.gate.Load() >> 1
-	if e.hasTerm && e.fault != nil && e.faultAt.kind == kindPanic && e.faultAt.less(e.termAt) {
-		// The sequential engine never reaches a unit after a panicking one
-		// in the panic's cycle, so that unit's request was never made.
+	if e.hasTerm && e.fault != nil && e.faultAt.kind == kindPanic && e.faultAt.preempts(e.termAt) {
+		// A panic ends its cycle at the panicking unit: a unit after it in
+		// plan order never ticks in that cycle, so its request was never
+		// made (rule 2 of stopKey).
 		e.hasTerm = false
 	}
 	if e.hasTerm && s.term == nil {

@@ -251,7 +251,8 @@ func payloadOf[P any](v uint64) P {
 // itself 1, 3 or 8 (feedback loops with mixed delays); capacities 0
 // (unlimited), 1, 2 or 4; rates 1 or 2. About one output in five is
 // instead a high-fanout source: 4 to 8 delay-1 edges without capacity,
-// which the shared broadcast transport carries unless opts switch it off.
+// which the shared broadcast transport carries unless opts switch it off;
+// half of their edges go to 8 leaf nodes that receive from nothing else.
 func randomTopology(seed uint64, opts ...chronon.SimOption) func(t *testing.T) *chronon.Simulation {
 	return randomTopologyOf[uint64](seed, opts...)
 }
@@ -264,17 +265,24 @@ func randomTopologyOf[P any](seed uint64, opts ...chronon.SimOption) func(t *tes
 		next := func(n uint64) uint64 { r = mix(r); return r % n }
 		units := int(4 + next(9))
 		s := chronon.New(opts...)
-		nodes := make([]*gnode[P], units)
+		// Leaves (after the units) receive only from high-fanout sources,
+		// so that some of those have single-connection destinations, which
+		// read the shared broadcast ring (fan-in ones keep their lanes).
+		const leaves = 8
+		nodes := make([]*gnode[P], units+leaves)
 		for i := range nodes {
 			nodes[i] = &gnode[P]{seed: mix(seed + uint64(i)), sendP: 24 + next(96)}
 			require.NoError(t, s.Add(fmt.Sprintf("n%d", i), nodes[i]))
 		}
-		for i, n := range nodes {
+		for i, n := range nodes[:units] {
 			for o := range n.Out {
 				if next(5) == 0 {
 					rate := int(1 + next(2))
 					for range 4 + next(5) {
 						j := int(next(uint64(units)))
+						if next(2) == 0 {
+							j = units + int(next(leaves))
+						}
 						require.NoError(t, chronon.Connect(&n.Out[o], &nodes[j].In, chronon.Delay(1), chronon.Rate(rate)))
 					}
 					continue

@@ -1,6 +1,10 @@
 package chronon
 
-import "reflect"
+import (
+	"reflect"
+
+	"github.com/lanework/lanework/frontier"
+)
 
 // InPort is the receiving end of connections carrying messages of type T.
 // Declare it as a field of the unit struct; the zero value is ready for
@@ -16,7 +20,7 @@ type InPort[T any] struct {
 	front []msg[T]   // survivors of a selective flush, older than anything in ring
 	fhead int
 
-	merge *fanIn[T] // fan-in ports
+	merge *frontier.Merger[lmsg[T]] // fan-in ports
 	conns []*conn[T]
 	name  string
 
@@ -27,8 +31,8 @@ type InPort[T any] struct {
 	gap  uint64
 
 	// Callbacks for merge, made once at Build so calls do not allocate.
-	keepFn  func(uint64, *msg[T]) bool
-	flushFn func(uint64, *msg[T]) bool
+	keepFn  func(uint64, *lmsg[T]) bool
+	flushFn func(uint64, *lmsg[T]) bool
 	keep    func(*T) bool // the current ReceiveFiltered predicate
 	got     T             // the message keepMerged accepted, until receive copies it out
 	fkey    func(*T) uint64
@@ -63,7 +67,7 @@ func (p *InPort[T]) TryReceiveInto(dst *T) bool {
 		if p.notReady(m, c) {
 			return false
 		}
-		if m.epoch == k.out.epoch.Load() {
+		if !k.stale(m.epoch, c) {
 			switch {
 			case rd != nil:
 				*dst = m.v
@@ -150,13 +154,7 @@ func (p *InPort[T]) receive(dst *T, keep func(*T) bool) bool {
 		}
 		if keep == nil && !wide[T]() {
 			for { // by value, checking cancellation afterwards
-				var m msg[T]
-				var ok bool
-				if f := p.merge.fr; f != nil {
-					m, _, ok = f.TryPop(c)
-				} else {
-					m, _, ok = p.merge.cm.TryPop(c)
-				}
+				m, _, ok := p.merge.TryPop(c)
 				if !ok {
 					p.idle = c + 1
 					return false
@@ -174,11 +172,7 @@ func (p *InPort[T]) receive(dst *T, keep func(*T) bool) bool {
 		// returned one would be stored and copied again (see wide).
 		p.keep = keep
 		var ok bool
-		if f := p.merge.fr; f != nil {
-			_, _, ok = f.PopFiltered(c, p.keepFn)
-		} else {
-			_, _, ok = p.merge.cm.PopFiltered(c, p.keepFn)
-		}
+		_, _, ok = p.merge.PopFiltered(c, p.keepFn)
 		p.keep = nil
 		if !ok {
 			p.idle = c + 1
@@ -242,7 +236,7 @@ func (p *InPort[T]) drained() bool {
 // keepMerged is the merge filter: it credits every consumed message,
 // applies cancellation and the caller's predicate, and copies the message
 // it accepts to got.
-func (p *InPort[T]) keepMerged(_ uint64, m *msg[T]) bool {
+func (p *InPort[T]) keepMerged(_ uint64, m *lmsg[T]) bool {
 	c := p.u.cycle
 	k := p.conns[m.lane]
 	k.credit(c)
@@ -274,8 +268,8 @@ func (p *InPort[T]) FlushKeys(key func(v *T) uint64, r Range) int {
 	return n
 }
 
-func (p *InPort[T]) dropped(m *msg[T]) bool {
-	return p.fall || p.frange.Contains(p.fkey(&m.v))
+func (p *InPort[T]) dropped(v *T) bool {
+	return p.fall || p.frange.Contains(p.fkey(v))
 }
 
 func (p *InPort[T]) flush() int {
@@ -291,7 +285,7 @@ func (p *InPort[T]) flush() int {
 	// Compact the front in place; it is entirely covered.
 	w := p.fhead
 	for i := p.fhead; i < len(p.front); i++ {
-		if p.dropped(&p.front[i]) {
+		if p.dropped(&p.front[i].v) {
 			k.credit(c)
 			n++
 			continue
@@ -309,7 +303,7 @@ func (p *InPort[T]) flush() int {
 		if m == nil || m.arrive > lim {
 			break
 		}
-		if p.dropped(m) {
+		if p.dropped(&m.v) {
 			k.credit(c)
 			n++
 		} else {
@@ -327,10 +321,10 @@ func (p *InPort[T]) flush() int {
 }
 
 // flushMerged is the merge's flush predicate.
-func (p *InPort[T]) flushMerged(arrive uint64, m *msg[T]) bool {
+func (p *InPort[T]) flushMerged(arrive uint64, m *lmsg[T]) bool {
 	c := p.u.cycle
 	k := p.conns[m.lane]
-	if arrive > k.limit(c) || !p.dropped(m) {
+	if arrive > k.limit(c) || !p.dropped(&m.v) {
 		return false
 	}
 	k.credit(c)

@@ -1,24 +1,40 @@
 package chronon
 
 import (
-	"bufio"
+	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 )
 
 // observer holds the optional counter dump and trace. Both are off unless
-// configured; off, the engine pays one comparison per cycle.
+// configured; off, the engines pay one comparison per cycle.
+//
+// Both engines observe at the same points: between cycles, when the next
+// cycle to run is next. The sequential engine does it at the end of step,
+// the parallel engine in engine.open, which runs on one goroutine while no
+// cluster runs (after every cluster's done.Add of the cycle before). So the
+// counters read, and the per-unit trace buffers merged, are those of
+// exactly the cycles before next, whichever engine or worker ran them; the
+// files are byte-identical across engines and worker counts.
 type observer struct {
-	next  uint64 // cycle at which to dump counters next; none when off
+	next uint64 // the next cycle to observe at: the sooner of ctr.next and tr.next; none when off
+
+	ctr *counterDump
+	tr  *tracer
+}
+
+// counterDump writes counter intervals as CSV.
+type counterDump struct {
+	w     *csv.Writer
 	every uint64
-	w     *bufio.Writer
+	next  uint64 // end of the current interval (exclusive)
+	from  uint64 // start of the current interval
+	head  bool
 	ctrs  []*Counter
 	last  []uint64
-	head  bool
-	from  uint64 // start of the current interval
-
-	tr *tracer
+	row   []string
 }
 
 // DumpCounters writes the units' counters to w as CSV every `every` cycles,
@@ -29,42 +45,68 @@ func (s *Simulation) DumpCounters(w io.Writer, every uint64) error {
 	if every == 0 {
 		return fmt.Errorf("chronon: counter interval must be positive")
 	}
-	o := &s.obs
-	o.w, o.every, o.next, o.head = bufio.NewWriter(w), every, s.cycle+every, false
-	o.from = s.cycle
+	s.obs.ctr = &counterDump{w: csv.NewWriter(w), every: every, next: s.cycle + every, from: s.cycle}
+	s.obs.schedule()
 	return nil
 }
 
-func (o *observer) dump(s *Simulation) {
-	o.next = s.cycle + o.every
-	if !o.head {
-		o.head = true
-		o.w.WriteString("from_cycle,to_cycle")
+// schedule sets next from the two observers.
+func (o *observer) schedule() {
+	o.next = none
+	if o.ctr != nil {
+		o.next = o.ctr.next
+	}
+	if o.tr != nil {
+		o.next = min(o.next, o.tr.next)
+	}
+}
+
+// observe runs the observers due at cycle c: every cycle before c has run,
+// none after.
+func (o *observer) observe(s *Simulation, c uint64) {
+	if d := o.ctr; d != nil && d.next == c {
+		d.dump(s, c)
+		d.next = c + d.every
+	}
+	if t := o.tr; t != nil && t.next == c {
+		t.flush(s)
+		t.next = c + traceInterval
+	}
+	o.schedule()
+}
+
+// dump writes the interval ending before cycle c.
+func (d *counterDump) dump(s *Simulation, c uint64) {
+	if !d.head {
+		d.head = true
+		d.row = append(d.row[:0], "from_cycle", "to_cycle")
 		for _, u := range s.units {
-			for _, c := range u.ctrs {
-				o.w.WriteString("," + u.name + "." + c.name)
-				o.ctrs = append(o.ctrs, c.c)
+			for _, k := range u.ctrs {
+				d.row = append(d.row, u.name+"."+k.name)
+				d.ctrs = append(d.ctrs, k.c)
 			}
 		}
-		o.w.WriteByte('\n')
-		o.last = make([]uint64, len(o.ctrs))
+		_ = d.w.Write(d.row) // an error sticks in the writer; Close reports it
+		d.last = make([]uint64, len(d.ctrs))
 	}
-	var b [24]byte
-	o.w.Write(strconv.AppendUint(b[:0], o.from, 10))
-	o.w.WriteByte(',')
-	o.w.Write(strconv.AppendUint(b[:0], s.cycle-1, 10))
-	for i, c := range o.ctrs {
-		v := c.n
-		o.w.WriteByte(',')
-		o.w.Write(strconv.AppendUint(b[:0], v-o.last[i], 10))
-		o.last[i] = v
+	d.row = append(d.row[:0], strconv.FormatUint(d.from, 10), strconv.FormatUint(c-1, 10))
+	for i, k := range d.ctrs {
+		d.row = append(d.row, strconv.FormatUint(k.n-d.last[i], 10))
+		d.last[i] = k.n
 	}
-	o.w.WriteByte('\n')
-	o.from = s.cycle
+	_ = d.w.Write(d.row)
+	d.from = c
 }
 
 // Close ends the simulation: it calls the units' Finish hooks, writes the
-// last counter interval and the trace, and returns the first error.
+// last counter interval and the rest of the trace, and returns the first
+// error.
+//
+// After a panic, the state of the panic's cycle differs between engines
+// (the parallel engine may have ticked units that come after the panicking
+// one in plan order; the sequential engine never does), so Close writes no
+// counter row for the unfinished cycle and no trace event of it from a unit
+// after the panicking one: the files stay identical across engines.
 func (s *Simulation) Close() (err error) {
 	defer s.recoverUnit(&err)
 	var first error
@@ -77,21 +119,31 @@ func (s *Simulation) Close() (err error) {
 		}
 	}
 	s.cur = 0
+	var ue *UnitError
+	panicked := errors.As(s.fault, &ue)
 	o := &s.obs
-	if o.w != nil {
-		if s.cycle > o.from || !o.head {
-			o.dump(s)
+	if d := o.ctr; d != nil {
+		if !panicked && (s.cycle > d.from || !d.head) {
+			d.dump(s, s.cycle)
 		}
-		if err := o.w.Flush(); err != nil && first == nil {
+		d.w.Flush()
+		if err := d.w.Error(); err != nil && first == nil {
 			first = fmt.Errorf("chronon: counters: %w", err)
 		}
-		o.w, o.next = nil, none
+		o.ctr = nil
 	}
-	if o.tr != nil {
-		if err := o.tr.write(s); err != nil && first == nil {
+	if t := o.tr; t != nil {
+		if panicked {
+			if u, ok := s.byName[ue.Unit]; ok {
+				t.cut(s, ue.Cycle, u.pos)
+			}
+		}
+		t.flush(s)
+		if err := t.close(); err != nil && first == nil {
 			first = fmt.Errorf("chronon: trace: %w", err)
 		}
 		o.tr = nil
 	}
+	o.schedule()
 	return first
 }

@@ -2,6 +2,7 @@ package chronon_test
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -71,15 +72,53 @@ func TestTraceJSON(t *testing.T) {
 		} `json:"traceEvents"`
 	}
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &tr), buf.String())
-	require.Len(t, tr.TraceEvents, 5)
-	assert.Equal(t, "thread_name", tr.TraceEvents[0].Name)
-	assert.Equal(t, "u", tr.TraceEvents[0].Args["name"])
-	assert.Equal(t, "quad", tr.TraceEvents[1].Name)
-	assert.Equal(t, uint64(3), tr.TraceEvents[1].Ts)
-	assert.Equal(t, "X", tr.TraceEvents[2].Ph)
-	assert.Equal(t, uint64(0), tr.TraceEvents[2].Ts)
-	assert.Equal(t, uint64(4), tr.TraceEvents[2].Dur)
-	assert.Equal(t, uint64(7), tr.TraceEvents[3].Ts)
+	require.Len(t, tr.TraceEvents, 6)
+	assert.Equal(t, "process_name", tr.TraceEvents[0].Name)
+	assert.Equal(t, "chronon", tr.TraceEvents[0].Args["name"])
+	assert.Equal(t, "thread_name", tr.TraceEvents[1].Name)
+	assert.Equal(t, "u", tr.TraceEvents[1].Args["name"])
+	assert.Equal(t, "quad", tr.TraceEvents[2].Name)
+	assert.Equal(t, uint64(3), tr.TraceEvents[2].Ts)
+	assert.Equal(t, "X", tr.TraceEvents[3].Ph)
+	assert.Equal(t, uint64(0), tr.TraceEvents[3].Ts)
+	assert.Equal(t, uint64(4), tr.TraceEvents[3].Dur)
+	assert.Equal(t, uint64(7), tr.TraceEvents[4].Ts)
+}
+
+func TestTraceStreams(t *testing.T) {
+	// Events are written as the run goes, not held until Close.
+	s := chronon.New()
+	require.NoError(t, s.Add("u", &counted{}))
+	require.NoError(t, s.Build())
+	var buf bytes.Buffer
+	s.TraceTo(&buf)
+	require.NoError(t, s.Run(4000))
+	n := strings.Count(buf.String(), `"quad"`)
+	assert.GreaterOrEqual(t, n, 3*1024/4, "events of the first 3 intervals are written")
+	require.NoError(t, s.Close())
+	assert.Equal(t, 1000, strings.Count(buf.String(), `"quad"`))
+	require.NoError(t, json.Unmarshal(buf.Bytes(), new(map[string]any)))
+}
+
+// quoted has a counter whose name needs CSV quoting.
+type quoted struct {
+	N chronon.Counter `chronon:"wb,\"x\""`
+}
+
+func (q *quoted) Tick() { q.N.Inc() }
+
+func TestCountersCSVQuotesNames(t *testing.T) {
+	s := chronon.New()
+	require.NoError(t, s.Add("u", &quoted{}))
+	require.NoError(t, s.Build())
+	var buf bytes.Buffer
+	require.NoError(t, s.DumpCounters(&buf, 5))
+	require.NoError(t, s.Run(5))
+	require.NoError(t, s.Close())
+	assert.Equal(t, "from_cycle,to_cycle,\"u.wb,\"\"x\"\"\"\n0,4,5\n", buf.String())
+	rows, err := csv.NewReader(&buf).ReadAll()
+	require.NoError(t, err)
+	assert.Equal(t, [][]string{{"from_cycle", "to_cycle", `u.wb,"x"`}, {"0", "4", "5"}}, rows)
 }
 
 func TestObservationOffCostsNothing(t *testing.T) {

@@ -1,13 +1,6 @@
 package chronon
 
-import (
-	"reflect"
-	"sync/atomic"
-)
-
-// cancelHistory is how many recent CancelInFlight cycles an OutPort keeps.
-// Cancels older than that are treated as visible to every receiver.
-const cancelHistory = 16
+import "reflect"
 
 // OutPort is the sending end of a unit's connections for messages of type T.
 // Declare it as a field of the unit struct; the zero value is ready for
@@ -17,10 +10,16 @@ type OutPort[T any] struct {
 	name  string
 	conns []*conn[T]
 	bc    *shared[T] // the shared broadcast ring, when Build chose it
-	// epoch and cancelAt are written by the owner only, and read by
-	// receivers, possibly on other workers (see conn.stale).
-	epoch    atomic.Uint32
-	cancelAt [cancelHistory]atomic.Uint64 // cycle of cancel #e at index e%cancelHistory
+	// With bc: the connections with lanes of their own (to fan-in ports),
+	// in connection order.
+	lanes []*conn[T]
+	// epoch counts the port's effective cancels; sent says a message was
+	// sent since it last advanced. Both are the owner's; receivers read the
+	// log, allocated by Build (see cancelLog).
+	epoch    uint32
+	sent     bool
+	log      *cancelLog
+	noCancel bool // the port of a NoCancelOutPort
 }
 
 // CanSend reports whether Send would succeed now: every connection has a
@@ -52,7 +51,8 @@ func (p *OutPort[T]) send(v *T) bool {
 		if !k.admits(c) {
 			return false
 		}
-		k.push(c, p.epoch.Load(), v)
+		k.push(c, p.epoch, v)
+		p.sent = true
 		return true
 	}
 	for _, k := range p.conns {
@@ -60,30 +60,41 @@ func (p *OutPort[T]) send(v *T) bool {
 			return false
 		}
 	}
-	e := p.epoch.Load()
+	p.sent = true
 	if b := p.bc; b != nil {
-		p.broadcast(b, c, e, v)
+		p.broadcast(b, c, p.epoch, v)
 		return true
 	}
 	for _, k := range p.conns {
-		k.push(c, e, v)
+		k.push(c, p.epoch, v)
 	}
 	return true
 }
 
-// broadcast is Send's publication on a shared broadcast ring: the ledgers
-// of every connection, one payload write, then the published counts. When a
-// reader has no room, the first such connection overflows, as its lane
-// would have been the first to in the direct transport; the run stops at
-// the end of the cycle, before any receiver could see the message, so not
-// delivering it to the other connections is not observable.
+// broadcast is Send's publication with a shared broadcast ring: the
+// ledgers of every connection, one payload write for the cursors, a push
+// on each lane of its own, then the published counts. The first connection
+// in connection order that is full (see conn.full) overflows, as in the
+// direct transport, and nothing is written: the run stops at the end of
+// the cycle, before any receiver could see the message.
 func (p *OutPort[T]) broadcast(b *shared[T], c uint64, e uint32, v *T) {
+	for _, k := range p.conns {
+		if k.full(c) {
+			p.u.sim.overflow(p.u, k.name, c)
+			return
+		}
+	}
 	for _, k := range p.conns {
 		k.record(c)
 	}
 	m := msg[T]{arrive: c + 1, epoch: e, v: *v}
 	if i := b.put(&m); i >= 0 {
-		p.u.sim.overflow(p.u, b.name[i], c)
+		p.u.sim.overflow(p.u, b.name[i], c) // not reached: full checked the same room
+	}
+	for _, k := range p.lanes {
+		if !k.flane.TryPush(c+1, lmsg[T]{epoch: e, lane: k.lane, v: *v}) {
+			p.u.sim.overflow(p.u, k.name, c)
+		}
 	}
 	for _, k := range p.conns {
 		k.publish()
@@ -94,11 +105,17 @@ func (p *OutPort[T]) broadcast(b *shared[T], c uint64, e uint32, v *T) {
 // travels like a message: on a connection with delay d, a cancel in cycle x
 // makes the receiver discard, from cycle x+d on, every earlier message it
 // has not yet taken. The discards free capacity when the receiver reaches
-// them.
+// them. Any number of cancels per cycle is exact (see cancelLog); a cancel
+// with nothing sent since the previous one changes nothing.
 func (p *OutPort[T]) CancelInFlight() {
-	e := p.epoch.Load()
-	p.cancelAt[e%cancelHistory].Store(p.u.cycle)
-	p.epoch.Store(e + 1)
+	if !p.sent {
+		return // nothing sent since the last cancel: nothing more to cancel
+	}
+	p.sent = false
+	p.epoch++
+	if p.log != nil {
+		p.log.advance(p.u.cycle, p.epoch)
+	}
 }
 
 // Name returns the port's full name, "unit.port".
@@ -113,6 +130,7 @@ type outPortAny interface {
 	elem() reflect.Type
 	connectAny(in inPortAny, cfg connConfig) (*edge, error)
 	planBroadcast(on bool)
+	buildCancel()
 	broadcasting() bool
 	payloadBytes() int
 }

@@ -213,7 +213,8 @@ func TestCancelInFlight(t *testing.T) {
 }
 
 func TestCancelManyEpochs(t *testing.T) {
-	// Cancels every cycle on a long edge, beyond the cancel history.
+	// Cancels every cycle on a long edge: every message is cancelled
+	// before it arrives.
 	p := &prod{}
 	p.plan = func(c uint64) []int {
 		if c < 40 {
@@ -226,6 +227,108 @@ func TestCancelManyEpochs(t *testing.T) {
 	s := pair(t, false, p, k, chronon.Delay(30))
 	require.NoError(t, s.Run(80))
 	assert.Empty(t, k.got, "every message is cancelled by the time it arrives")
+}
+
+func TestCancelBurstsDoNotDependOnTickOrder(t *testing.T) {
+	// Regression (issue 16, hole 1): one message sent in cycle 0 (arrive 3),
+	// then 10 cancels in cycle 5 and 10 in cycle 6, into a consumer taking
+	// what is ready in cycle 6 on a delay-3 capacity-4 edge. The cancels of
+	// cycle 5 reach the consumer in cycle 8, so it gets the message in 6
+	// whichever unit ticks first, and on any worker count. It used to read
+	// the sender's live epoch: 20 cancels passed a 16-entry history when the
+	// producer ticked first.
+	build := func(consFirst bool) (*chronon.Simulation, *cons) {
+		p := &prod{}
+		p.plan = func(c uint64) []int {
+			switch c {
+			case 0:
+				return []int{7}
+			case 5, 6:
+				for range 10 {
+					p.Out.CancelInFlight()
+				}
+			}
+			return nil
+		}
+		k := &cons{take: func(c uint64) int {
+			if c == 6 {
+				return 4
+			}
+			return 0
+		}}
+		return pair(t, consFirst, p, k, chronon.Delay(3), chronon.Capacity(4)), k
+	}
+	for _, consFirst := range []bool{false, true} {
+		for _, w := range []int{1, 2} {
+			for range 20 {
+				s, k := build(consFirst)
+				s.SetParallelThreshold(0)
+				require.NoError(t, s.SetWorkers(w))
+				require.NoError(t, s.Run(10))
+				require.Equal(t, []got{{6, 7}}, k.got, "consumer first %v, %d workers", consFirst, w)
+			}
+		}
+	}
+}
+
+func TestCancelBurstOnLongEdge(t *testing.T) {
+	// Many cancels per cycle on a delay-12 edge: a message is cancelled
+	// exactly when the first cancel after it is 12 cycles old, however many
+	// cancels came since.
+	p := &prod{}
+	p.plan = func(c uint64) []int {
+		if c < 30 {
+			p.Out.Send(int(c))
+		}
+		if c%5 == 4 && c < 30 {
+			for range 40 {
+				p.Out.CancelInFlight()
+			}
+		}
+		return nil
+	}
+	k := &cons{take: func(c uint64) int {
+		if c%7 == 0 {
+			return 100
+		}
+		return 0
+	}}
+	s := pair(t, false, p, k, chronon.Delay(12))
+	require.NoError(t, s.Run(60))
+	// Cancels at 4, 9, ..., 29 (each after that cycle's send) reach the
+	// consumer at 16, 21, ..., 41; it takes what is ready every 7 cycles:
+	// at 14 sends 0-2 (the cancel of 4 is not there yet), at 21 sends 3-9
+	// (all cancelled), at 28 sends 10-16 (up to 14 cancelled, by the cancel
+	// of 14 at 26), at 35 sends 17-23 (up to 19 cancelled), at 42 24-29
+	// (all cancelled).
+	want := []got{{14, 0}, {14, 1}, {14, 2}, {28, 15}, {28, 16}, {35, 20}, {35, 21}, {35, 22}, {35, 23}}
+	require.Equal(t, want, k.got)
+}
+
+// fixedProd sends its cycle on a NoCancelOutPort.
+type fixedProd struct {
+	chronon.Base
+	Out chronon.NoCancelOutPort[int] `chronon:"out"`
+}
+
+func (p *fixedProd) Tick() {
+	if !p.Out.CanSend() || !p.Out.Send(int(p.Cycle())) {
+		panic("refused")
+	}
+}
+
+func TestNoCancelOutPort(t *testing.T) {
+	s := chronon.New()
+	p, k := &fixedProd{}, &cons{}
+	require.NoError(t, s.Add("p", p))
+	require.NoError(t, s.Add("k", k))
+	require.NoError(t, chronon.Connect(&p.Out, &k.In, chronon.Delay(2), chronon.Capacity(3)))
+	require.NoError(t, s.Build())
+	require.Equal(t, "p.out", p.Out.Name())
+	require.NoError(t, s.Run(5))
+	require.Equal(t, []got{{2, 0}, {3, 1}, {4, 2}}, k.got)
+	allocs := testing.AllocsPerRun(100, func() { _ = s.Run(1) })
+	require.Zero(t, allocs)
 }
 
 func TestUnconnectedPorts(t *testing.T) {

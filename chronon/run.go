@@ -17,7 +17,7 @@ func (s *Simulation) step() {
 	s.cur = 0
 	s.cycle = c + 1
 	if s.cycle == s.obs.next {
-		s.obs.dump(s)
+		s.obs.observe(s, s.cycle)
 	}
 }
 
@@ -35,7 +35,7 @@ func (s *Simulation) Run(n uint64) (err error) {
 	if err := s.runnable(); err != nil {
 		return err
 	}
-	if s.parallel() != nil {
+	if s.eng != nil {
 		if n = s.calibrate(n); s.eng != nil { // calibrate may repartition or drop the engine
 			s.runAdaptive(n)
 			return s.fault
@@ -197,7 +197,7 @@ func (s *Simulation) runProfiled(n uint64, cost []time.Duration) (err error) {
 		s.cur = 0
 		s.cycle = c + 1
 		if s.cycle == s.obs.next {
-			s.obs.dump(s)
+			s.obs.observe(s, s.cycle)
 		}
 	}
 	return s.fault
@@ -216,7 +216,7 @@ func (s *Simulation) RunUntilDone(max uint64) (err error) {
 			doners = append(doners, d)
 		}
 	}
-	if e := s.parallel(); e != nil {
+	if e := s.eng; e != nil {
 		if s.halt {
 			return s.fault
 		}

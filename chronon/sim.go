@@ -30,7 +30,6 @@ type Simulation struct {
 	workers   int     // as set by SetWorkers
 	eng       *engine // the parallel engine, if selected
 	seqReason string  // why workers > 1 still runs sequentially
-	logged    bool    // the per-run reason has been logged
 	par       *engine // the engine during a parallel run
 
 	threshold   time.Duration // see SetParallelThreshold
@@ -102,12 +101,12 @@ func (s *Simulation) Add(name string, u Unit) error {
 // Capacity(Unlimited), Rate(1)). Both ports must belong to units added to
 // the same simulation, before Build. Connecting one OutPort several times
 // makes a fanout; connecting one InPort several times makes a fan-in.
-func Connect[T any](out *OutPort[T], in *InPort[T], opts ...Option) error {
+func Connect[T any](out Output[T], in *InPort[T], opts ...Option) error {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
-	_, err := connect(out, in, cfg)
+	_, err := connect(out.outPort(), in, cfg)
 	return err
 }
 
@@ -128,10 +127,10 @@ func connect[T any](out *OutPort[T], in *InPort[T], cfg connConfig) (*edge, erro
 	name := out.Name() + " -> " + in.Name()
 	k := &conn[T]{
 		id: uint64(len(s.edges)), name: name, out: out, in: in,
-		delay: uint64(cfg.delay), capacity: uint64(cfg.capacity), rate: uint64(cfg.rate),
+		delay: uint64(cfg.delay), rdelay: uint64(cfg.delay), capacity: uint64(cfg.capacity), rate: uint64(cfg.rate),
 		dff:       cfg.delay == 1 && cfg.capacity == 1 && cfg.rate == 1,
 		lane:      uint32(len(in.conns)),
-		pushCycle: none, popCycle: none,
+		pushCycle: none, popCycle: none, cut: cut{at: none}, cancels: !out.noCancel,
 	}
 	out.conns = append(out.conns, k)
 	in.conns = append(in.conns, k)
@@ -160,6 +159,7 @@ func (s *Simulation) Build() (err error) {
 	for _, u := range s.units {
 		for _, out := range u.outs {
 			out.planBroadcast(s.cfg.broadcast)
+			out.buildCancel()
 		}
 	}
 	for _, in := range s.ins {

@@ -2,47 +2,84 @@ package chronon
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"io"
-	"strconv"
+	"slices"
 )
 
-// tracer collects trace events in memory until Close writes them.
+// traceInterval is how many cycles of events the units buffer before the
+// trace merges and writes them.
+const traceInterval = 1024
+
+// tracer streams trace events as Chrome trace-event JSON.
+//
+// Each unit appends its events to its own buffer (unitState.events), so
+// units on different workers never share one. Every traceInterval cycles,
+// between cycles (see observer), the tracer merges the buffers in the order
+// the sequential engine produces events: by the cycle they were recorded
+// in, then by plan order (the buffers are concatenated in plan order and
+// sorted stably, which keeps each unit's own order), and writes them.
 type tracer struct {
-	w      io.Writer
-	events []traceEvent
+	w     *bufio.Writer
+	next  uint64 // the next cycle to flush at
+	head  bool
+	err   error
+	merge []traceEvent
 }
 
 type traceEvent struct {
+	at    uint64 // the cycle the event was recorded in
+	unit  int    // the unit's index: its thread
 	name  string
-	unit  int
 	ts    uint64
 	dur   uint64
 	phase byte // 'i' instant, 'X' complete span
 }
 
-// TraceTo records the units' events and spans and writes them to w, on
-// Close, as Chrome trace-event JSON (open it in the Perfetto UI or
-// chrome://tracing). Each unit is a thread; one simulated cycle is shown as
-// one microsecond. Call it before running.
+// traceRecord is one JSON trace event.
+type traceRecord struct {
+	Ph   string      `json:"ph"`
+	Name string      `json:"name"`
+	Pid  int         `json:"pid"`
+	Tid  int         `json:"tid"`
+	Ts   uint64      `json:"ts"`
+	Dur  uint64      `json:"dur,omitempty"`
+	S    string      `json:"s,omitempty"`
+	Args *traceNamed `json:"args,omitempty"`
+}
+
+type traceNamed struct {
+	Name string `json:"name"`
+}
+
+// TraceTo records the units' events and spans and writes them to w as
+// Chrome trace-event JSON (open it in the Perfetto UI or chrome://tracing):
+// the process is named "chronon", each unit is a thread named after it,
+// and one simulated cycle is shown as one microsecond. Events are written
+// as the run goes, every 1,024 cycles; Close completes the file. Call it
+// before running.
 func (s *Simulation) TraceTo(w io.Writer) {
-	s.obs.tr = &tracer{w: w}
+	s.obs.tr = &tracer{w: bufio.NewWriter(w), next: s.cycle + traceInterval}
+	s.obs.schedule()
 }
 
 // Event records an instant event named name at the unit's current cycle. It
 // does nothing unless the simulation is tracing.
 func (b *Base) Event(name string) {
-	if t := b.u.sim.obs.tr; t != nil {
-		t.events = append(t.events, traceEvent{name: name, unit: b.u.index, ts: b.u.cycle, phase: 'i'})
+	if b.u.sim.obs.tr != nil {
+		c := b.u.cycle
+		b.u.events = append(b.u.events, traceEvent{at: c, unit: b.u.index, name: name, ts: c, phase: 'i'})
 	}
 }
 
 // Span records a span named name from cycle start to the end of the unit's
 // current cycle. It does nothing unless the simulation is tracing.
 func (b *Base) Span(name string, start uint64) {
-	if t := b.u.sim.obs.tr; t != nil {
-		end := b.u.cycle + 1
-		t.events = append(t.events, traceEvent{name: name, unit: b.u.index, ts: start, dur: end - min(start, end), phase: 'X'})
+	if b.u.sim.obs.tr != nil {
+		c := b.u.cycle
+		end := c + 1
+		b.u.events = append(b.u.events, traceEvent{at: c, unit: b.u.index, name: name, ts: start, dur: end - min(start, end), phase: 'X'})
 	}
 }
 
@@ -50,30 +87,79 @@ func (b *Base) Span(name string, start uint64) {
 // preparing an expensive event name.
 func (b *Base) Tracing() bool { return b.u.sim.obs.tr != nil }
 
-func (t *tracer) write(s *Simulation) error {
-	w := bufio.NewWriter(t.w)
-	w.WriteString(`{"traceEvents":[`)
-	sep := ""
+// record writes one event, after the header on the first.
+func (t *tracer) record(r *traceRecord) {
+	if t.err != nil {
+		return
+	}
+	sep := ",\n"
+	if !t.head {
+		t.head = true
+		sep = `{"traceEvents":[` + "\n"
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.err = err
+		return
+	}
+	t.w.WriteString(sep)
+	t.w.Write(b)
+}
+
+// names writes the process and thread names.
+func (t *tracer) names(s *Simulation) {
+	t.record(&traceRecord{Ph: "M", Name: "process_name", Pid: 1, Args: &traceNamed{"chronon"}})
 	for _, u := range s.units {
-		name, _ := json.Marshal(u.name)
-		w.WriteString(sep + `{"ph":"M","name":"thread_name","pid":1,"tid":` + strconv.Itoa(u.index) + `,"args":{"name":`)
-		w.Write(name)
-		w.WriteString("}}")
-		sep = ",\n"
+		t.record(&traceRecord{Ph: "M", Name: "thread_name", Pid: 1, Tid: u.index, Args: &traceNamed{u.name}})
 	}
-	for _, e := range t.events {
-		name, _ := json.Marshal(e.name)
-		w.WriteString(sep + `{"ph":"` + string(e.phase) + `","name":`)
-		w.Write(name)
-		w.WriteString(`,"pid":1,"tid":` + strconv.Itoa(e.unit) + `,"ts":` + strconv.FormatUint(e.ts, 10))
+}
+
+// flush merges and writes the buffered events: those of the cycles before
+// the one about to run.
+func (t *tracer) flush(s *Simulation) {
+	if !t.head {
+		t.names(s)
+	}
+	t.merge = t.merge[:0]
+	for _, u := range s.order {
+		t.merge = append(t.merge, u.events...)
+		clear(u.events)
+		u.events = u.events[:0]
+	}
+	slices.SortStableFunc(t.merge, func(a, b traceEvent) int { return cmp.Compare(a.at, b.at) })
+	var r traceRecord
+	for i := range t.merge {
+		e := &t.merge[i]
+		r = traceRecord{Ph: string(e.phase), Name: e.name, Pid: 1, Tid: e.unit, Ts: e.ts}
 		if e.phase == 'X' {
-			w.WriteString(`,"dur":` + strconv.FormatUint(e.dur, 10))
+			r.Dur = e.dur
 		} else {
-			w.WriteString(`,"s":"t"`)
+			r.S = "t"
 		}
-		w.WriteString("}")
-		sep = ",\n"
+		t.record(&r)
 	}
-	w.WriteString("]}\n")
-	return w.Flush()
+	clear(t.merge)
+	if t.err == nil {
+		t.err = t.w.Flush()
+	}
+}
+
+// cut drops the buffered events of cycle c from units after plan position
+// pos (see Close).
+func (t *tracer) cut(s *Simulation, c uint64, pos int) {
+	for _, u := range s.order[pos+1:] {
+		u.events = slices.DeleteFunc(u.events, func(e traceEvent) bool { return e.at >= c })
+	}
+}
+
+// close ends the JSON document and flushes it.
+func (t *tracer) close() error {
+	if t.err != nil {
+		return t.err
+	}
+	if !t.head {
+		t.w.WriteString(`{"traceEvents":[`)
+	}
+	t.w.WriteString("\n]}\n")
+	return t.w.Flush()
 }

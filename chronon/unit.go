@@ -81,8 +81,11 @@ type unitState struct {
 	cycle uint64
 	unit  Unit
 	ctrs  []namedCtr // counters found in the unit's fields
-	outs  []outPortAny
-	ins   []inPortAny
+	// events is the unit's trace buffer, written only by its own Tick and
+	// merged between cycles (see tracer).
+	events []traceEvent
+	outs   []outPortAny
+	ins    []inPortAny
 }
 
 // Reporter is implemented by units that summarize their state at the end of

@@ -63,47 +63,15 @@ func (s *Simulation) SetParallelThreshold(d time.Duration) {
 //   - the plan has a single cluster (everything joined by zero-delay edges);
 //   - a connection has both Unlimited capacity and Unlimited rate, so no
 //     physical lane can cover what its producer may push in a cycle while
-//     the receiver still works on the previous one;
-//   - counters are dumped or a trace is recorded (DumpCounters, TraceTo):
-//     both read every unit between cycles. This rule is checked by each run.
+//     the receiver still works on the previous one.
+//
+// Counters and traces do not force it: both engines observe between cycles
+// (see DumpCounters and TraceTo), with identical output.
 func (s *Simulation) Engine() (workers int, reason string) {
-	if r := s.runReason(); r != "" {
-		return 1, r
-	}
 	if s.eng == nil {
 		return 1, s.seqReason
 	}
 	return len(s.eng.workers), ""
-}
-
-// runReason is the per-run safety rule: observation reads all units.
-func (s *Simulation) runReason() string {
-	if s.eng == nil {
-		return ""
-	}
-	switch {
-	case s.obs.w != nil:
-		return "counter dumps read every unit between cycles"
-	case s.obs.tr != nil:
-		return "tracing records into one shared buffer"
-	}
-	return ""
-}
-
-// parallel returns the engine for the next run, or nil for the sequential
-// one, logging why a configured parallel engine is not used.
-func (s *Simulation) parallel() *engine {
-	if s.eng == nil {
-		return nil
-	}
-	if r := s.runReason(); r != "" {
-		if !s.logged {
-			s.logged = true
-			slog.Info("chronon: running sequentially", "workers", s.workers, "reason", r)
-		}
-		return nil
-	}
-	return s.eng
 }
 
 // unsafeReason checks the static safety rules.
@@ -198,14 +166,19 @@ func (s *Simulation) setParallel(clusterOf []int) {
 	}
 }
 
-// setParallel marks the port's connections from another cluster as cross,
-// and the finite-capacity ones among them as shared, publishing the current
-// counts and ledger.
+// setParallel marks the port's connections from another cluster as cross
+// and shared, publishing the current counts and ledger.
 func (p *InPort[T]) setParallel(workerOf []int) {
 	for _, k := range p.conns {
 		k.cross = workerOf != nil && workerOf[k.out.u.index] != workerOf[p.u.index]
-		k.shared = k.cross && k.capacity != 0
+		k.shared = k.cross
 		k.pubPushes.Store(k.pushes)
+		if !k.shared {
+			continue
+		}
+		if k.pub == nil {
+			k.pub = new(ledger)
+		}
 		k.pub.prev.Store(k.popsPrev)
 		k.pub.cycle.Store(k.popCycle)
 		k.pub.pops.Store(k.pops)

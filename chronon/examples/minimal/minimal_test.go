@@ -33,14 +33,16 @@ func TestMinimalYAML(t *testing.T) {
 	assert.Equal(t, "sum 45", u.(chronon.Reporter).Report())
 }
 
-func TestBuild10kUnder1s(t *testing.T) {
+// TestBuild10kSanity builds 10,000 units and 40,000 edges. Its time bound
+// only catches a pathological (say quadratic) Build, with room for -race on
+// a loaded machine; the bar (under 1 s) is BenchmarkBuild10k's to measure.
+func TestBuild10kSanity(t *testing.T) {
 	s, err := minimal.Random(10000, 1)
 	require.NoError(t, err)
 	assert.Equal(t, 40000, s.Connections())
 	start := time.Now()
 	require.NoError(t, s.Build())
-	// Generous for -race on a loaded 2-core machine; the benchmark measures.
-	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.Less(t, time.Since(start), 30*time.Second, "a sanity bound, not the bar")
 }
 
 // BenchmarkBuild10k builds 10,000 units and 40,000 edges (construction

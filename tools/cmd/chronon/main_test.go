@@ -61,7 +61,7 @@ func TestRunWithCountersAndTrace(t *testing.T) {
 	ctrs, trace := filepath.Join(dir, "c.csv"), filepath.Join(dir, "t.json")
 	out, errOut, code := runApp(t, "run", "--progress=false", "--workers", "2", "--counters", ctrs, "--counter-interval", "1000", "--trace", trace, topo)
 	require.Equal(t, 0, code, out+errOut)
-	assert.Contains(t, errOut, "running sequentially")
+	assert.Contains(t, errOut, "engine: ", "either engine: observation no longer forces the sequential one")
 
 	f, err := os.Open(ctrs)
 	require.NoError(t, err)

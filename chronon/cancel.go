@@ -1,0 +1,110 @@
+package chronon
+
+import "sync/atomic"
+
+// This file is CancelInFlight's transport: an OutPort's cancel log, written
+// by the sender, and each connection's cut, kept by the receiver.
+//
+// The rule (docs/chronon.md): a cancel in sender cycle x discards, on a
+// connection of delay d, every message sent before it that the receiver has
+// not taken by cycle x+d. So a receiver in cycle c needs E(c-d), the
+// sender's epoch (count of cancels) at the end of its cycle c-d: a message
+// stamped with epoch e is cancelled iff e < E(c-d). E(c-d) depends on
+// simulated events only, never on whether the sender has already ticked in
+// the receiver's cycle, or on another worker's progress.
+//
+// The log holds one entry per cycle in which the epoch advanced: the cycle
+// and the epoch at the end of it. Invariants:
+//
+//  1. Entries are appended in cycle order; an entry's cycle never changes,
+//     and its epoch changes only while the sender is still in that cycle.
+//  2. The receiver uses only entries with cycle+d <= c. When it runs c, the
+//     sender has finished every cycle before c (the parallel engine's
+//     lookahead is 1) and, on a zero-delay edge, has ticked in c (plan
+//     order): so every entry it uses is final.
+//  3. The sender is at most in cycle c, so at most d entries have a cycle
+//     after c-d, and after the receiver's load of the entry count the
+//     sender appends at most one more (cycle c), overwriting the oldest
+//     slot. A log of size >= d+2 therefore keeps, among the newest size-1
+//     entries the receiver loaded, an entry in effect, unless every entry
+//     is in effect; and any older entry, possibly overwritten, is in effect
+//     too. The log is sized by the largest delay of the port's connections.
+//
+// Epochs advance only when a message was sent since the last advance (a
+// cancel with nothing new to cancel changes nothing), so the distance from
+// a message's epoch to the current one is bounded by the sends after it;
+// epochs compare as serial numbers, correct while fewer than 2^31 messages
+// were sent on the port after one that is still unconsumed.
+//
+// Memory ordering: the sender stores an entry's cycle and epoch, then the
+// count; the receiver loads the count, then entries below it. All are
+// sync/atomic operations, sequentially consistent in the Go memory model, so
+// the receiver sees every entry below the count it loaded.
+type cancelLog struct {
+	n    atomic.Uint64 // entries appended
+	cyc  []atomic.Uint64
+	ep   []atomic.Uint32
+	mask uint64
+
+	// Sender-private.
+	last uint64 // cycle of the newest entry; none before the first
+}
+
+// newCancelLog returns a log for connections of delays up to maxDelay.
+func newCancelLog(maxDelay uint64) *cancelLog {
+	size := pow2(int(maxDelay) + 2)
+	return &cancelLog{cyc: make([]atomic.Uint64, size), ep: make([]atomic.Uint32, size), mask: uint64(size - 1), last: none}
+}
+
+// advance records that the epoch became e in sender cycle x.
+func (l *cancelLog) advance(x uint64, e uint32) {
+	n := l.n.Load() // the sender's own count
+	if l.last == x {
+		l.ep[(n-1)&l.mask].Store(e)
+		return
+	}
+	l.cyc[n&l.mask].Store(x)
+	l.ep[n&l.mask].Store(e)
+	l.n.Store(n + 1)
+	l.last = x
+}
+
+// cut is a connection's receiver-side view of its sender's log.
+type cut struct {
+	at   uint64 // the receiver cycle epoch is valid for; none before the first
+	ep   uint32 // E(at-d): messages stamped older are cancelled in cycle at
+	used uint64 // log entries already folded into ep
+}
+
+// stale reports whether a message stamped with epoch e is cancelled in
+// receiver cycle c (see cancelLog).
+func (k *conn[T]) stale(e uint32, c uint64) bool {
+	if !k.cancels {
+		return false
+	}
+	if k.cut.at != c {
+		k.refreshCut(c)
+	}
+	return int32(e-k.cut.ep) < 0
+}
+
+// refreshCut computes E(c-d) from the sender's log.
+func (k *conn[T]) refreshCut(c uint64) {
+	k.cut.at = c
+	l := k.log
+	if l == nil {
+		return
+	}
+	n := l.n.Load()
+	i := k.cut.used
+	if keep := l.mask; n > keep && i < n-keep {
+		i = n - keep // older slots may be reused meanwhile; all in effect (invariant 3)
+	}
+	for ; i < n; i++ {
+		if l.cyc[i&l.mask].Load()+k.rdelay > c {
+			break
+		}
+		k.cut.ep = l.ep[i&l.mask].Load()
+	}
+	k.cut.used = i
+}
