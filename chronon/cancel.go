@@ -97,6 +97,9 @@ func (k *conn[T]) refreshCut(c uint64) {
 	}
 	n := l.n.Load()
 	i := k.cut.used
+	if i == n {
+		return // no cancel since the last refresh: E(c-d) is unchanged
+	}
 	if keep := l.mask; n > keep && i < n-keep {
 		i = n - keep // older slots may be reused meanwhile; all in effect (invariant 3)
 	}
