@@ -7,21 +7,24 @@ import (
 	"io"
 )
 
-// Type identifies a message. Request types are below 0x80; the response to a
-// request of type T has type T|0x80, or TypeError.
+// Type identifies a message. Request types are below 0x80 and response
+// types at or above it. Every request is answered with TypeError or with
+// the response type named beside it below, which is T|0x80 for every T
+// except TypeResult: it shares TypeResultIs (0x83) with TypeSubmitWait.
 type Type uint8
 
 // Request types.
 const (
 	TypePing       Type = 0x01 // body []; answer TypePong
 	TypeSubmit     Type = 0x02 // body [level, [op...]]; answer TypeSubmitted
-	TypeSubmitWait Type = 0x03 // body [level, op]; answer TypeResult
+	TypeSubmitWait Type = 0x03 // body [level, op]; answer TypeResultIs
 	TypeWait       Type = 0x04 // body [id, level]; answer TypeWaited
 	TypeBalance    Type = 0x05 // body [account]; answer TypeBalanceIs
 	TypeStatus     Type = 0x06 // body [id]; answer TypeStatusIs
-	TypeResult     Type = 0x07 // body [id]; answer TypeResultIs
+	TypeResult     Type = 0x07 // body [id]; answer TypeResultIs (0x83, not 0x87)
 	TypeIndexes    Type = 0x08 // body []; answer TypeIndexesAre
 	TypeSnapshot   Type = 0x09 // body []; answer TypeSnapshotTaken
+	TypeHello      Type = 0x0A // body [token]; answer TypeWelcome. First frame on a server with tokens.
 )
 
 // Response types.
@@ -34,22 +37,23 @@ const (
 	TypeStatusIs           = TypeStatus | respBit     // body [level]
 	TypeIndexesAre         = TypeIndexes | respBit    // body [sequenced, computed, committed, snapshot]
 	TypeSnapshotTaken      = TypeSnapshot | respBit   // body [tx_id]
+	TypeWelcome            = TypeHello | respBit      // body [scope]: "read_only" or "read_write"
 	TypeError         Type = 0xFF                     // body [code, index, message]
 )
 
 const respBit Type = 0x80
 
 // IsRequest reports whether t is a request type this version knows.
-func (t Type) IsRequest() bool { return t >= TypePing && t <= TypeSnapshot }
+func (t Type) IsRequest() bool { return t >= TypePing && t <= TypeHello }
 
 var typeNames = map[Type]string{
 	TypePing: "ping", TypeSubmit: "submit", TypeSubmitWait: "submit_wait", TypeWait: "wait",
 	TypeBalance: "balance", TypeStatus: "status", TypeResult: "result", TypeIndexes: "indexes",
-	TypeSnapshot: "snapshot",
-	TypePong:     "pong", TypeSubmitted: "submitted", TypeResultIs: "result_is", TypeWaited: "waited",
+	TypeSnapshot: "snapshot", TypeHello: "hello",
+	TypePong: "pong", TypeSubmitted: "submitted", TypeResultIs: "result_is", TypeWaited: "waited",
 	TypeBalanceIs: "balance_is", TypeStatusIs: "status_is", TypeIndexesAre: "indexes_are",
-	TypeSnapshotTaken: "snapshot_taken",
-	TypeError:         "error",
+	TypeSnapshotTaken: "snapshot_taken", TypeWelcome: "welcome",
+	TypeError: "error",
 }
 
 // String returns the type's protocol name, or "type(0xNN)".
@@ -75,6 +79,8 @@ const (
 	MaxOps = 1 << 16
 	// MaxMessage bounds the message of an error body, in bytes.
 	MaxMessage = 1 << 10
+	// MaxToken bounds the token of a hello, in bytes.
+	MaxToken = 256
 )
 
 // Frame errors.
