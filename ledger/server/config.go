@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,11 +16,15 @@ const (
 	DefaultAddr         = "127.0.0.1:7070"
 	DefaultHTTPAddr     = "127.0.0.1:7071"
 	DefaultMaxConns     = 4096
-	DefaultMaxInFlight  = 1024
-	DefaultMaxBatch     = 8192
-	DefaultIdleTimeout  = 5 * time.Minute
-	DefaultReadTimeout  = 10 * time.Second
-	DefaultWriteTimeout = 10 * time.Second
+	DefaultMaxHTTPConns = 256
+	// DefaultMaxFrameMemory bounds the bytes of large request bodies
+	// being read or handled at once, over all connections.
+	DefaultMaxFrameMemory = 64 << 20
+	DefaultMaxInFlight    = 1024
+	DefaultMaxBatch       = 8192
+	DefaultIdleTimeout    = 5 * time.Minute
+	DefaultReadTimeout    = 10 * time.Second
+	DefaultWriteTimeout   = 10 * time.Second
 )
 
 // ErrConfig is wrapped by every configuration error from New.
@@ -41,6 +46,15 @@ type Config struct {
 	// MaxConns bounds open TCP connections; default 4096. A connection
 	// beyond it gets one CodeBusy error frame and is closed.
 	MaxConns int
+	// MaxHTTPConns bounds open HTTP connections; default 256. A connection
+	// beyond it is answered 503 (plain HTTP) or closed (TLS) at once.
+	MaxHTTPConns int
+	// MaxFrameMemory bounds the memory of request bodies above
+	// wire.SmallFrame (4 KiB) read or being handled at once, over all
+	// connections; default 64 MiB. A connection whose frame does not fit
+	// waits (in arrival order) for others to finish theirs. Each
+	// connection keeps only SmallFrame bytes between frames.
+	MaxFrameMemory int64
 	// MaxInFlight bounds the requests of one connection read but not yet
 	// answered; default 1024. At the bound the server stops reading that
 	// connection until answers leave.
@@ -58,6 +72,10 @@ type Config struct {
 	// WriteTimeout closes a connection whose response write blocks this
 	// long (a client that does not read); default 10 s.
 	WriteTimeout time.Duration
+	// TLS, if set, serves both listeners over TLS with this configuration
+	// (certificates, and ClientAuth and ClientCAs for mutual TLS); nil
+	// serves plain TCP and HTTP.
+	TLS *tls.Config
 	// Logger receives connection-level events; default slog.Default().
 	Logger *slog.Logger
 }
@@ -74,6 +92,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxConns == 0 {
 		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxHTTPConns == 0 {
+		c.MaxHTTPConns = DefaultMaxHTTPConns
+	}
+	if c.MaxFrameMemory == 0 {
+		c.MaxFrameMemory = DefaultMaxFrameMemory
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
@@ -101,6 +125,10 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("MaxFrame %d too small", c.MaxFrame)
 	case c.MaxConns < 1:
 		return bad("MaxConns %d below 1", c.MaxConns)
+	case c.MaxHTTPConns < 1:
+		return bad("MaxHTTPConns %d below 1", c.MaxHTTPConns)
+	case c.MaxFrameMemory < int64(c.MaxFrame):
+		return bad("MaxFrameMemory %d below MaxFrame %d", c.MaxFrameMemory, c.MaxFrame)
 	case c.MaxInFlight < 1:
 		return bad("MaxInFlight %d below 1", c.MaxInFlight)
 	case c.MaxBatch < 1 || c.MaxBatch > wire.MaxOps:

@@ -23,16 +23,19 @@ type conn struct {
 	nc  net.Conn
 	out outQueue
 
-	sem     chan struct{} // in-flight tokens: a request holds one until its answer is encoded
-	broken  chan struct{} // closed when the connection is dead (write failed or killed)
-	brkOnce sync.Once
-	stop    atomic.Bool // Shutdown: read no further requests
-	linger  bool        // set by the reader: drain input before closing
-	waits   sync.WaitGroup
+	sem      chan struct{} // in-flight tokens: a request holds one until its answer is encoded
+	broken   chan struct{} // closed when the connection is dead (write failed or killed)
+	brkOnce  sync.Once
+	stop     atomic.Bool   // Shutdown: read no further requests
+	quit     chan struct{} // closed by stopReading or kill: ends a wait for frame memory
+	quitOnce sync.Once
+	linger   bool // set by the reader: drain input before closing
+	waits    sync.WaitGroup
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{s: s, nc: nc, sem: make(chan struct{}, s.cfg.MaxInFlight), broken: make(chan struct{})}
+	c := &conn{s: s, nc: nc, sem: make(chan struct{}, s.cfg.MaxInFlight), broken: make(chan struct{}),
+		quit: make(chan struct{})}
 	c.out.sig = make(chan struct{}, 1)
 	return c
 }
@@ -40,6 +43,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 // stopReading makes the reader return at its next network read.
 func (c *conn) stopReading() {
 	c.stop.Store(true)
+	c.quitOnce.Do(func() { close(c.quit) })
 	_ = c.nc.SetReadDeadline(time.Now())
 }
 
@@ -70,6 +74,7 @@ func (c *conn) awaitAnswers() {
 
 func (c *conn) kill() {
 	c.brkOnce.Do(func() { close(c.broken) })
+	c.quitOnce.Do(func() { close(c.quit) })
 	_ = c.nc.Close()
 }
 
@@ -118,7 +123,10 @@ func (c *conn) read() {
 	cfg := &c.s.cfg
 	br := bufio.NewReaderSize(c.nc, 4<<10)
 	fr := wire.NewFrameReader(br, cfg.MaxFrame)
+	fr.Buffers, fr.Cancel = c.s.frameBufs, c.quit
+	defer fr.Release()
 	dec := wire.NewDecoder()
+	defer dec.Release()
 	var req wire.Request
 	var armed time.Time // when the read deadline was last set
 	for {
@@ -168,6 +176,11 @@ func (c *conn) read() {
 		}
 		c.s.m.requests[h.Type].Add(1)
 		c.handle(h, body, dec, &req)
+		// Nothing refers to the body or the batch once handled (the
+		// ledger copied the ops): give large buffers back now, not at the
+		// next frame, which may never come.
+		dec.Release()
+		fr.Release()
 	}
 }
 
@@ -189,7 +202,7 @@ func (c *conn) frameError(h wire.Header, err error) {
 		if c.acquire() {
 			c.reply(response{err: &wire.Error{Code: wire.CodeMalformed, Message: err.Error()}})
 		}
-	case errors.Is(err, io.EOF), c.stop.Load():
+	case errors.Is(err, io.EOF), errors.Is(err, wire.ErrCanceled), c.stop.Load():
 	default:
 		c.s.m.badFrames.Add(1) // truncated frame, read timeout, reset
 	}
@@ -317,11 +330,12 @@ func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.R
 		c.reply(response{typ: wire.TypeIndexesAre, id: h.ID, idx: x})
 	case wire.TypeSnapshot:
 		// The snapshot is written and synced by the ledger's persister:
-		// wait off the reader goroutine. Concurrent requests share it.
+		// wait off the reader goroutine. Requests while one is in
+		// flight share it (snapGate).
 		c.waits.Add(1)
 		c.s.workers.run(func() {
 			defer c.waits.Done()
-			tx, err := l.Snapshot(c.s.ctx)
+			tx, _, err := c.s.snap.do(c.s.ctx, l, c.s.ctx)
 			if err != nil {
 				c.fail(h.ID, err)
 				return

@@ -200,7 +200,7 @@ func (s *Server) handleIndexes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
-	tx, err := s.l.Snapshot(r.Context())
+	tx, _, err := s.snap.do(r.Context(), s.l, s.ctx)
 	if err != nil {
 		s.httpError(w, err)
 		return

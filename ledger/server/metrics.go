@@ -14,15 +14,16 @@ import (
 
 // metrics are the server's counters; every field is updated atomically.
 type metrics struct {
-	accepted   atomic.Uint64
-	rejected   atomic.Uint64
-	idleClosed atomic.Uint64
-	slowClosed atomic.Uint64
-	badFrames  atomic.Uint64
-	ops        atomic.Uint64 // ops submitted through TCP and HTTP
-	httpReqs   atomic.Uint64
-	requests   [256]atomic.Uint64 // by wire.Type
-	errors     [64]atomic.Uint64  // by wire.Code (the last slot collects larger codes)
+	accepted     atomic.Uint64
+	rejected     atomic.Uint64
+	idleClosed   atomic.Uint64
+	slowClosed   atomic.Uint64
+	badFrames    atomic.Uint64
+	ops          atomic.Uint64 // ops submitted through TCP and HTTP
+	httpReqs     atomic.Uint64
+	httpRejected atomic.Uint64
+	requests     [256]atomic.Uint64 // by wire.Type
+	errors       [64]atomic.Uint64  // by wire.Code (the last slot collects larger codes)
 	// fails counts the outcomes the server saw (SubmitWait and HTTP waits),
 	// by kind and fail reason.
 	fails [8][8]atomic.Uint64

@@ -35,6 +35,9 @@ type Server struct {
 	tcpAddr  net.Addr
 	httpAddr net.Addr
 
+	frameBufs *wire.FrameBuffers // large request bodies, within MaxFrameMemory
+	snap      snapGate
+	httpOpen  atomic.Int64 // open HTTP connections
 	workers   *workers     // goroutines for requests that wait
 	open      atomic.Int64 // open TCP connections
 	connWG    sync.WaitGroup
@@ -54,7 +57,8 @@ func New(l *ledger.Ledger, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{l: l, cfg: cfg, conns: make(map[*conn]struct{}), sampler: make(chan struct{}), workers: newWorkers()}
+	s := &Server{l: l, cfg: cfg, conns: make(map[*conn]struct{}), sampler: make(chan struct{}), workers: newWorkers(),
+		frameBufs: wire.NewFrameBuffers(cfg.MaxFrameMemory)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -119,7 +123,7 @@ func (s *Server) startHTTP(ln net.Listener) error {
 	s.serveWG.Add(1)
 	go func() {
 		defer s.serveWG.Done()
-		_ = hs.Serve(ln)
+		_ = hs.Serve(&limitListener{Listener: ln, s: s})
 	}()
 	return nil
 }
@@ -294,6 +298,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	<-httpDone
 	s.cancel()
+	s.snap.wg.Wait() // an HTTP caller may have left its snapshot running
 	if first {
 		s.workers.stop() // every connection is done: no more work
 	}

@@ -63,6 +63,14 @@ func (q *outQueue) take(spare []response) ([]response, bool) {
 // flushAt bounds the bytes encoded before a write.
 const flushAt = 256 << 10
 
+// What a writer keeps between bursts: a response queue of up to
+// keepResponses slots and an encoder buffer of up to keepEncoded bytes;
+// larger ones are dropped after the burst so idle connections stay small.
+const (
+	keepResponses = 64
+	keepEncoded   = 64 << 10
+)
+
 // write is the writer loop: it encodes every queued answer, writes them in
 // one call per batch under WriteTimeout, and releases their tokens. After
 // a failed write it keeps releasing tokens (discarding answers) until the
@@ -97,10 +105,10 @@ func (c *conn) write() {
 				}
 			}
 			spare = batch
-			if cap(spare) > 4096 {
+			if cap(spare) > keepResponses {
 				spare = nil // do not keep a burst's memory forever
 			}
-			if enc.Len() == 0 && cap(enc.Bytes()) > 1<<20 {
+			if enc.Len() == 0 && cap(enc.Bytes()) > keepEncoded {
 				enc = nil
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 
 	"github.com/lanework/lanework/ledger"
 	"github.com/vmihailenco/msgpack/v5"
@@ -33,16 +34,39 @@ type Decoder struct {
 	r   bytes.Reader
 	dec *msgpack.Decoder
 
+	*opArena
+	own opArena // the arena of small batches, kept
+	tok []byte
+}
+
+// opArena holds a batch's ops. Batches of up to smallBatch ops use the
+// Decoder's own; a larger batch borrows one from arenas, which Release
+// gives back, so an idle connection keeps no batch memory.
+type opArena struct {
 	ops  []ledger.Op
 	deps []ledger.Deposit
 	wds  []ledger.Withdrawal
 	trs  []ledger.Transfer
-	tok  []byte
+}
+
+const smallBatch = 64
+
+var arenas = sync.Pool{New: func() any { return new(opArena) }}
+
+// Release gives back a large batch's buffers: the ops of the last Request
+// must not be used after. The server calls it once the batch is submitted.
+func (d *Decoder) Release() {
+	if d.opArena != &d.own {
+		*d.opArena = opArena{ops: d.ops[:0], deps: d.deps[:0], wds: d.wds[:0], trs: d.trs[:0]}
+		arenas.Put(d.opArena)
+		d.opArena = &d.own
+	}
 }
 
 // NewDecoder returns a Decoder.
 func NewDecoder() *Decoder {
 	d := &Decoder{}
+	d.opArena = &d.own
 	d.dec = msgpack.NewDecoder(&d.r)
 	return d
 }
@@ -52,6 +76,7 @@ func malformed(format string, args ...any) error {
 }
 
 func (d *Decoder) reset(body []byte) {
+	d.Release()
 	d.r.Reset(body)
 	d.dec.ResetReader(&d.r)
 }
@@ -349,6 +374,9 @@ func (d *Decoder) opList() ([]ledger.Op, error) {
 	}
 	if n == 0 {
 		return nil, nil // refused by the server as ledger.ErrBatchSize
+	}
+	if n > smallBatch {
+		d.opArena = arenas.Get().(*opArena)
 	}
 	d.ops = d.ops[:0]
 	d.deps, d.wds, d.trs = d.deps[:0], d.wds[:0], d.trs[:0]

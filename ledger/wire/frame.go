@@ -97,12 +97,23 @@ type Header struct {
 	ID   uint64 // request id, chosen by the client; echoed in the response
 }
 
-// FrameReader reads frames from a stream, reusing one buffer: the body
-// returned by Next is valid until the following call.
+// FrameReader reads frames from a stream. A body of up to SmallFrame bytes
+// is read into a buffer the reader keeps; a larger one into a buffer lent
+// by Buffers (default: a shared, unlimited FrameBuffers), which Release or
+// the next call to Next gives back. The body returned by Next is valid
+// until then.
 type FrameReader struct {
-	r   io.Reader
-	max int
-	buf []byte
+	r     io.Reader
+	max   int
+	small []byte // allocated on the first non-empty body
+	big   []byte // lent by Buffers; nil if none
+
+	// Buffers lends the buffers of bodies above SmallFrame; nil selects a
+	// shared one without a budget. Set it before the first Next.
+	Buffers *FrameBuffers
+	// Cancel, if non-nil, ends a wait for Buffers' budget when closed:
+	// Next then returns ErrCanceled.
+	Cancel <-chan struct{}
 }
 
 // NewFrameReader returns a reader of frames of length at most max (<= 0
@@ -114,12 +125,27 @@ func NewFrameReader(r io.Reader, max int) *FrameReader {
 	return &FrameReader{r: r, max: max}
 }
 
+// Release gives back the buffer of the last body if it was lent; the body
+// must not be used after. Idle connections call it so as to hold only
+// SmallFrame bytes.
+func (fr *FrameReader) Release() {
+	if fr.big != nil {
+		fb := fr.Buffers
+		if fb == nil {
+			fb = defaultBuffers
+		}
+		fb.put(fr.big)
+		fr.big = nil
+	}
+}
+
 // Next reads one frame. A length above the limit returns the frame's header
 // (read after the length) and an error wrapping ErrFrameTooLarge, without
 // reading the body: the stream is then out of sync and must be closed. A
 // length below MinFrame returns ErrFrameTooShort. A stream that ends inside
 // a frame returns io.ErrUnexpectedEOF; one that ends between frames, io.EOF.
 func (fr *FrameReader) Next() (Header, []byte, error) {
+	fr.Release()
 	var lenb [LenSize + HeaderSize]byte
 	if _, err := io.ReadFull(fr.r, lenb[:LenSize]); err != nil {
 		return Header{}, nil, err
@@ -136,14 +162,29 @@ func (fr *FrameReader) Next() (Header, []byte, error) {
 		return h, nil, fmt.Errorf("%w: length %d above %d", ErrFrameTooLarge, n, fr.max)
 	}
 	body := int(n) - HeaderSize
-	if cap(fr.buf) < body {
-		fr.buf = make([]byte, body)
+	var buf []byte
+	switch {
+	case body == 0:
+	case body <= SmallFrame:
+		if fr.small == nil {
+			fr.small = make([]byte, SmallFrame)
+		}
+		buf = fr.small[:body]
+	default:
+		fb := fr.Buffers
+		if fb == nil {
+			fb = defaultBuffers
+		}
+		var err error
+		if buf, err = fb.get(body, fr.Cancel); err != nil {
+			return h, nil, err
+		}
+		fr.big = buf
 	}
-	fr.buf = fr.buf[:body]
-	if _, err := io.ReadFull(fr.r, fr.buf); err != nil {
+	if _, err := io.ReadFull(fr.r, buf); err != nil {
 		return h, nil, eofInside(err)
 	}
-	return h, fr.buf, nil
+	return h, buf, nil
 }
 
 func eofInside(err error) error {
