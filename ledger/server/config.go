@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/lanework/lanework/ledger/wire"
@@ -29,6 +30,10 @@ const (
 
 // ErrConfig is wrapped by every configuration error from New.
 var ErrConfig = errors.New("server: invalid config")
+
+// ErrExposed is wrapped by the error of New for a listener on an address
+// other than loopback without both Tokens and TLS (and without Insecure).
+var ErrExposed = fmt.Errorf("%w: listening beyond loopback needs tokens and TLS", ErrConfig)
 
 // Config configures a Server. The zero value of every field selects its
 // documented default.
@@ -72,10 +77,19 @@ type Config struct {
 	// WriteTimeout closes a connection whose response write blocks this
 	// long (a client that does not read); default 10 s.
 	WriteTimeout time.Duration
+	// Tokens, if any, are the bearer tokens the server accepts: every HTTP
+	// request but /healthz and /readyz must carry one ("Authorization:
+	// Bearer SECRET"), and every TCP connection must send a hello with one
+	// as its first frame. None: no authentication.
+	Tokens []Token
 	// TLS, if set, serves both listeners over TLS with this configuration
 	// (certificates, and ClientAuth and ClientCAs for mutual TLS); nil
 	// serves plain TCP and HTTP.
 	TLS *tls.Config
+	// Insecure allows listening on non-loopback addresses without Tokens
+	// or TLS; New logs a warning. Without it such a Config is refused with
+	// ErrExposed: anyone who can reach the port could move money.
+	Insecure bool
 	// Logger receives connection-level events; default slog.Default().
 	Logger *slog.Logger
 }
@@ -136,5 +150,30 @@ func (c Config) withDefaults() (Config, error) {
 	case c.IdleTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0:
 		return bad("negative timeout")
 	}
+	for _, a := range []string{c.Addr, c.HTTPAddr} {
+		if a == "off" || loopback(a) || (len(c.Tokens) > 0 && c.TLS != nil) {
+			continue
+		}
+		if !c.Insecure {
+			return c, fmt.Errorf("%w: %s (tokens: %d, TLS: %v)", ErrExposed, a, len(c.Tokens), c.TLS != nil)
+		}
+		c.Logger.Warn("ledger server: INSECURE: listening beyond loopback without tokens and TLS", "addr", a,
+			"tokens", len(c.Tokens), "tls", c.TLS != nil)
+	}
 	return c, nil
+}
+
+// loopback reports whether addr (host:port) can be reached only from this
+// machine: "localhost" or a loopback IP. An empty host, 0.0.0.0, :: and
+// any other name listen beyond it.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

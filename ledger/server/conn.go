@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -29,13 +30,17 @@ type conn struct {
 	stop     atomic.Bool   // Shutdown: read no further requests
 	quit     chan struct{} // closed by stopReading or kill: ends a wait for frame memory
 	quitOnce sync.Once
-	linger   bool // set by the reader: drain input before closing
+	linger   bool  // set by the reader: drain input before closing
+	scope    Scope // what the hello granted (ReadWrite without tokens); owned by the reader
 	waits    sync.WaitGroup
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, sem: make(chan struct{}, s.cfg.MaxInFlight), broken: make(chan struct{}),
 		quit: make(chan struct{})}
+	if s.auth == nil {
+		c.scope = ReadWrite
+	}
 	c.out.sig = make(chan struct{}, 1)
 	return c
 }
@@ -85,7 +90,9 @@ func (c *conn) serve() {
 		defer close(writerDone)
 		c.write()
 	}()
-	c.read()
+	if c.handshake() {
+		c.read()
+	}
 	c.awaitAnswers()
 	c.out.close()
 	<-writerDone
@@ -102,19 +109,36 @@ func (c *conn) serve() {
 	_ = c.nc.Close()
 }
 
+// handshake completes TLS, if the connection speaks it, within
+// ReadTimeout; false if it failed (the connection is then closed).
+func (c *conn) handshake() bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	_ = tc.SetDeadline(time.Now().Add(c.s.cfg.ReadTimeout))
+	if err := tc.HandshakeContext(c.s.ctx); err != nil {
+		c.s.m.tlsFails.Add(1)
+		c.s.cfg.Logger.Debug("ledger server: TLS handshake failed", "remote", c.nc.RemoteAddr().String(), "err", err)
+		return false
+	}
+	_ = tc.SetDeadline(time.Time{})
+	return !c.stop.Load()
+}
+
 // lingerClose closes a connection whose client may still be sending (after
 // an oversized or unreadable frame): it sends FIN after the error answer and
 // discards input for a moment, so that closing with unread data does not
 // reset the connection before the client has read the answer.
 func (c *conn) lingerClose() {
 	defer c.nc.Close()
-	tc, ok := c.nc.(*net.TCPConn)
+	cw, ok := c.nc.(interface{ CloseWrite() error }) // *net.TCPConn, *tls.Conn
 	if !ok {
 		return
 	}
-	_ = tc.CloseWrite()
-	_ = tc.SetReadDeadline(time.Now().Add(time.Second))
-	_, _ = io.CopyN(io.Discard, tc, 4<<20)
+	_ = cw.CloseWrite()
+	_ = c.nc.SetReadDeadline(time.Now().Add(time.Second))
+	_, _ = io.CopyN(io.Discard, c.nc, 4<<20)
 }
 
 // read runs the reader loop until EOF, an unrecoverable frame error,
@@ -170,6 +194,13 @@ func (c *conn) read() {
 		if err != nil {
 			c.frameError(h, err)
 			return
+		}
+		if c.scope == 0 {
+			if !c.hello(h, body, dec, &req) {
+				return
+			}
+			fr.Release()
+			continue
 		}
 		if !c.acquire() {
 			return
@@ -236,6 +267,35 @@ func (c *conn) fail(id uint64, err error) {
 	c.reply(response{id: id, err: wire.AsError(ctxErr(err))})
 }
 
+// hello authenticates the connection from its first frame, which must be
+// a TypeHello with a known token; it answers the hello itself (and false
+// closes the connection). On a server without tokens every connection
+// starts read_write and never gets here.
+func (c *conn) hello(h wire.Header, body []byte, dec *wire.Decoder, req *wire.Request) bool {
+	reason := authMissing
+	if h.Type == wire.TypeHello {
+		reason = authInvalid
+		if err := dec.Request(h.Type, body, req); err == nil {
+			c.scope = c.s.auth.check(req.Token)
+		}
+		dec.Release() // the token is not kept
+		if c.scope != 0 {
+			if !c.acquire() {
+				return false
+			}
+			c.reply(response{typ: wire.TypeWelcome, id: h.ID, scope: c.scope})
+			return true
+		}
+	}
+	c.s.authFailed("tcp", reason, c.nc.RemoteAddr().String(), h.Type.String())
+	c.linger = true // the client may have pipelined frames after it
+	if c.acquire() {
+		c.reply(response{id: h.ID, err: &wire.Error{Code: wire.CodeUnauthorized,
+			Message: "unauthorized: " + reason + " token; the first frame must be a hello with a token"}})
+	}
+	return false
+}
+
 // handle answers one request. Quick ones are answered inline; waits run in
 // their own goroutine.
 func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.Request) {
@@ -245,7 +305,16 @@ func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.R
 		c.fail(h.ID, err)
 		return
 	}
+	if writes(h.Type) && c.scope < ReadWrite {
+		c.s.authFailed("tcp", authForbidden, c.nc.RemoteAddr().String(), h.Type.String())
+		c.reply(response{id: h.ID, err: &wire.Error{Code: wire.CodeForbidden, Message: wire.ErrForbidden.Error()}})
+		return
+	}
 	switch h.Type {
+	case wire.TypeHello:
+		// A connection authenticates once: a later hello (or one on a
+		// server without tokens) changes nothing and answers its scope.
+		c.reply(response{typ: wire.TypeWelcome, id: h.ID, scope: c.scope})
 	case wire.TypePing:
 		c.reply(response{typ: wire.TypePong, id: h.ID})
 	case wire.TypeSubmit:
@@ -343,6 +412,11 @@ func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.R
 			c.reply(response{typ: wire.TypeSnapshotTaken, id: h.ID, first: tx})
 		})
 	}
+}
+
+// writes reports whether requests of type t need a read_write token.
+func writes(t wire.Type) bool {
+	return t == wire.TypeSubmit || t == wire.TypeSubmitWait || t == wire.TypeSnapshot
 }
 
 // submit sequences a batch (atomically, contiguous ids) and answers at

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/lanework/lanework/ledger"
 	"github.com/lanework/lanework/ledger/wire"
@@ -34,8 +35,53 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.m.httpReqs.Add(1)
+		if !s.authorizeHTTP(w, r) {
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// authorizeHTTP checks the request's bearer token against the scope its
+// route needs: probes need none, writes (POST) and /debug/ need
+// read_write, the rest read_only. It answers 401 or 403 itself.
+func (s *Server) authorizeHTTP(w http.ResponseWriter, r *http.Request) bool {
+	if s.auth == nil || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		return true
+	}
+	need := ReadOnly
+	if r.Method == http.MethodPost || strings.HasPrefix(r.URL.Path, "/debug/") {
+		need = ReadWrite
+	}
+	h := r.Header.Get("Authorization")
+	secret, ok := strings.CutPrefix(h, "Bearer ")
+	reason := ""
+	switch scope := s.auth.check([]byte(secret)); {
+	case !ok || secret == "":
+		reason = authMissing
+	case scope == 0:
+		reason = authInvalid
+	case scope < need:
+		reason = authForbidden
+	}
+	if reason == "" {
+		return true
+	}
+	s.authFailed("http", reason, r.RemoteAddr, r.URL.Path)
+	if reason == authForbidden {
+		writeJSON(w, http.StatusForbidden, jsonError{Error: wire.ErrForbidden.Error(), Code: uint16(wire.CodeForbidden)})
+		return false
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="ledger"`)
+	writeJSON(w, http.StatusUnauthorized, jsonError{Error: wire.ErrUnauthorized.Error() + ": " + reason + " token", Code: uint16(wire.CodeUnauthorized)})
+	return false
+}
+
+// authFailed counts and logs a failed authentication: who, why and what,
+// never the token.
+func (s *Server) authFailed(proto, reason, remote, what string) {
+	s.m.authFailure(proto, reason)
+	s.cfg.Logger.Warn("ledger server: authentication failed", "proto", proto, "reason", reason, "remote", remote, "request", what)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

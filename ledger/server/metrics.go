@@ -22,8 +22,10 @@ type metrics struct {
 	ops          atomic.Uint64 // ops submitted through TCP and HTTP
 	httpReqs     atomic.Uint64
 	httpRejected atomic.Uint64
-	requests     [256]atomic.Uint64 // by wire.Type
-	errors       [64]atomic.Uint64  // by wire.Code (the last slot collects larger codes)
+	tlsFails     atomic.Uint64
+	authFails    [2][3]atomic.Uint64 // [tcp, http][missing, invalid, forbidden]
+	requests     [256]atomic.Uint64  // by wire.Type
+	errors       [64]atomic.Uint64   // by wire.Code (the last slot collects larger codes)
 	// fails counts the outcomes the server saw (SubmitWait and HTTP waits),
 	// by kind and fail reason.
 	fails [8][8]atomic.Uint64
@@ -32,6 +34,18 @@ type metrics struct {
 	last struct {
 		at        time.Time
 		committed ledger.TxID
+	}
+}
+
+var authProtos, authReasons = [2]string{"tcp", "http"}, [3]string{authMissing, authInvalid, authForbidden}
+
+func (m *metrics) authFailure(proto, reason string) {
+	for p := range authProtos {
+		for r := range authReasons {
+			if authProtos[p] == proto && authReasons[r] == reason {
+				m.authFails[p][r].Add(1)
+			}
+		}
 	}
 }
 

@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -35,6 +37,7 @@ type Server struct {
 	tcpAddr  net.Addr
 	httpAddr net.Addr
 
+	auth      *authenticator     // nil: no tokens
 	frameBufs *wire.FrameBuffers // large request bodies, within MaxFrameMemory
 	snap      snapGate
 	httpOpen  atomic.Int64 // open HTTP connections
@@ -59,6 +62,9 @@ func New(l *ledger.Ledger, cfg Config) (*Server, error) {
 	}
 	s := &Server{l: l, cfg: cfg, conns: make(map[*conn]struct{}), sampler: make(chan struct{}), workers: newWorkers(),
 		frameBufs: wire.NewFrameBuffers(cfg.MaxFrameMemory)}
+	if s.auth, err = newAuthenticator(cfg.Tokens); err != nil {
+		return nil, err
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -112,6 +118,8 @@ func (s *Server) startHTTP(ln net.Listener) error {
 		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
+		TLSConfig:         s.cfg.TLS,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
 	s.mu.Lock()
 	if s.closing {
@@ -123,7 +131,12 @@ func (s *Server) startHTTP(ln net.Listener) error {
 	s.serveWG.Add(1)
 	go func() {
 		defer s.serveWG.Done()
-		_ = hs.Serve(&limitListener{Listener: ln, s: s})
+		lln := &limitListener{Listener: ln, s: s}
+		if s.cfg.TLS != nil {
+			_ = hs.ServeTLS(lln, "", "")
+		} else {
+			_ = hs.Serve(lln)
+		}
 	}()
 	return nil
 }
@@ -206,6 +219,9 @@ func (s *Server) accept(nc net.Conn) {
 		s.m.rejected.Add(1)
 		s.refuse(nc, &wire.Error{Code: wire.CodeBusy, Message: "too many connections"})
 		return
+	}
+	if s.cfg.TLS != nil {
+		nc = tls.Server(nc, s.cfg.TLS) // the handshake runs on the connection's goroutine
 	}
 	c := newConn(s, nc)
 	s.mu.Lock()

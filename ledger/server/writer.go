@@ -18,6 +18,7 @@ type response struct {
 	bal         int64
 	level       ledger.Level
 	idx         ledger.Indexes
+	scope       Scope // TypeWelcome
 }
 
 // outQueue hands responses to the writer. It grows only as far as the
@@ -152,5 +153,7 @@ func encode(e *wire.Encoder, r *response) {
 		e.IndexesAre(r.id, r.idx)
 	case wire.TypeSnapshotTaken:
 		e.SnapshotTaken(r.id, r.first)
+	case wire.TypeWelcome:
+		e.Welcome(r.id, r.scope.String())
 	}
 }

@@ -652,6 +652,20 @@ func (d *Decoder) SnapshotTaken(body []byte) (ledger.TxID, error) {
 	return ledger.TxID(tx), d.finish(extra)
 }
 
+// Welcome decodes a TypeWelcome body: the scope the token grants.
+func (d *Decoder) Welcome(body []byte) (string, error) {
+	d.reset(body)
+	extra, err := d.open(1)
+	if err != nil {
+		return "", err
+	}
+	s, err := d.dec.DecodeString()
+	if err != nil {
+		return "", malformed("scope: %v", err)
+	}
+	return s, d.finish(extra)
+}
+
 // Error decodes a TypeError body.
 func (d *Decoder) Error(body []byte) (*Error, error) {
 	d.reset(body)
