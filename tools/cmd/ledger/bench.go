@@ -31,7 +31,7 @@ func benchCommand() *cli.Command {
 			"directory by default, removed afterwards). With --addr, drives a running server over TCP with\n" +
 			"random deposits and transfers, --batch ops per submit, each waited for until committed.\n" +
 			"A progress line goes to stderr every second; the final table (or --json) to stdout.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "addr", EnvVars: []string{"LEDGER_ADDR"}, Usage: "server to drive; empty: in process"},
 			&cli.StringFlag{Name: "dir", Usage: "in process: ledger directory, must be new or empty (default: a temporary one)"},
 			&cli.DurationFlag{Name: "duration", Value: 10 * time.Second, Usage: "length of the run"},
@@ -44,7 +44,7 @@ func benchCommand() *cli.Command {
 			waitStrategyFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print the final report as JSON"},
 			&cli.DurationFlag{Name: "progress-every", Value: time.Second, Usage: "in process: interval of the progress line (0: none)"},
-		},
+		}, securityFlags()...),
 		Action: runBench,
 	}
 }
@@ -191,7 +191,11 @@ func (l *latencies) quantiles(since int) (p50, p99, p999 time.Duration, n int) {
 func benchRemote(c *cli.Context) (benchReport, error) {
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("duration")+30*time.Second)
 	defer cancel()
-	cl, err := client.Dial(ctx, c.String("addr"), client.WithConns(c.Int("conns")))
+	opts, err := clientOptions(c)
+	if err != nil {
+		return benchReport{}, err
+	}
+	cl, err := client.Dial(ctx, c.String("addr"), append(opts, client.WithConns(c.Int("conns")))...)
 	if err != nil {
 		return benchReport{}, err
 	}
