@@ -90,6 +90,9 @@ type Config struct {
 	// or TLS; New logs a warning. Without it such a Config is refused with
 	// ErrExposed: anyone who can reach the port could move money.
 	Insecure bool
+	// Pprof serves net/http/pprof's profiles under /debug/pprof/ on the
+	// HTTP listener (behind a read_write token when there are tokens).
+	Pprof bool
 	// Logger receives connection-level events; default slog.Default().
 	Logger *slog.Logger
 }

@@ -327,7 +327,7 @@ func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.R
 		// The ledger stage that brings the op to its level queues the
 		// answer itself: no goroutine waits per request, and a group
 		// commit readies only the connection's writer.
-		id := h.ID
+		id, level, start := h.ID, req.Level, time.Now()
 		c.waits.Add(1)
 		_, err := l.SubmitFunc(req.Op, req.Level, func(res ledger.Result, err error) {
 			defer c.waits.Done()
@@ -337,6 +337,7 @@ func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.R
 			}
 			c.s.m.ops.Add(1)
 			c.s.m.observe(&res)
+			c.s.m.observeWait(level, start)
 			c.reply(response{typ: wire.TypeResultIs, id: id, res: res})
 		})
 		if err != nil {

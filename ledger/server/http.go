@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lanework/lanework/ledger"
 	"github.com/lanework/lanework/ledger/wire"
@@ -21,9 +24,13 @@ import (
 //	GET  /v1/indexes                 {"sequenced":..,"computed":..,"committed":..,"snapshot":..}
 //	POST /v1/snapshot                write a snapshot now; {"tx_id":..} once it is durable
 //	GET  /healthz                    200 "ok", or 503 once the ledger is closed or failed
-//	GET  /metrics                    Prometheus text format
+//	GET  /readyz                     200 "ready" once the server serves a recovered ledger, else 503
+//	GET  /metrics                    Prometheus exposition (client_golang)
+//	     /debug/pprof/               runtime profiles, with Config.Pprof
 //
 // Errors are {"error":"...","code":N,"index":I} with the wire error code.
+// With Config.Tokens every route but /healthz and /readyz needs a bearer
+// token: read_only for GET, read_write for POST and /debug/.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/ops", s.handleOps)
@@ -32,14 +39,44 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/indexes", s.handleIndexes)
 	mux.HandleFunc("POST /v1/snapshot", s.handleSnapshot)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
-	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	mux.HandleFunc("GET /readyz", s.handleReady)
+	mux.Handle("GET /metrics", s.metricsHandler())
+	if s.cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	log := s.cfg.Logger
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.m.httpReqs.Add(1)
-		if !s.authorizeHTTP(w, r) {
-			return
+		start := time.Now()
+		_, pattern := mux.Handler(r)
+		route := pattern[strings.IndexByte(pattern, ' ')+1:] // the path of "METHOD /path"
+		sw := &statusWriter{ResponseWriter: w}
+		if s.authorizeHTTP(sw, r) {
+			mux.ServeHTTP(sw, r)
 		}
-		mux.ServeHTTP(w, r)
+		if sw.code == 0 {
+			sw.code = http.StatusOK
+		}
+		took := time.Since(start)
+		s.m.countHTTP(route, sw.code, took)
+		if log.Enabled(r.Context(), slog.LevelDebug) {
+			log.LogAttrs(r.Context(), slog.LevelDebug, "http request", slog.String("method", r.Method),
+				slog.String("path", r.URL.Path), slog.String("route", route), slog.Int("status", sw.code),
+				slog.Duration("took", took), slog.String("remote", r.RemoteAddr))
+		}
 	})
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.l.Indexes(); err != nil || !s.ready.Load() || s.isClosing() {
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "ready\n")
 }
 
 // authorizeHTTP checks the request's bearer token against the scope its
@@ -123,6 +160,7 @@ func parseLevel(s string) (ledger.Level, error) {
 }
 
 func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	level, err := parseLevel(r.URL.Query().Get("wait"))
 	if err != nil {
 		s.httpError(w, err)
@@ -154,6 +192,7 @@ func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
 		}
 		s.m.ops.Add(1)
 		s.m.observe(&res)
+		s.m.observeWait(level, start)
 		writeJSON(w, http.StatusOK, toJSONResult(&res))
 		return
 	}
@@ -263,9 +302,4 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = io.WriteString(w, "ok\n")
-}
-
-func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_ = s.writeMetrics(w)
 }

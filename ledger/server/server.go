@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/lanework/lanework/ledger"
 	"github.com/lanework/lanework/ledger/wire"
 )
@@ -45,8 +47,8 @@ type Server struct {
 	open      atomic.Int64 // open TCP connections
 	connWG    sync.WaitGroup
 	serveWG   sync.WaitGroup
-	sampler   chan struct{} // closed to stop the throughput sampler
-	startOnce sync.Once
+	reg       *prometheus.Registry
+	ready     atomic.Bool // /readyz: the ledger recovered and the server listens
 }
 
 // New returns a server for l, which the caller opens and, after Shutdown,
@@ -60,11 +62,12 @@ func New(l *ledger.Ledger, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{l: l, cfg: cfg, conns: make(map[*conn]struct{}), sampler: make(chan struct{}), workers: newWorkers(),
+	s := &Server{l: l, cfg: cfg, conns: make(map[*conn]struct{}), workers: newWorkers(),
 		frameBufs: wire.NewFrameBuffers(cfg.MaxFrameMemory)}
 	if s.auth, err = newAuthenticator(cfg.Tokens); err != nil {
 		return nil, err
 	}
+	s.reg = s.newRegistry()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -107,6 +110,9 @@ func (s *Server) Start() error {
 			return err
 		}
 	}
+	// Open recovered the ledger before New; from here both listeners
+	// serve it.
+	s.ready.Store(true)
 	return nil
 }
 
@@ -168,6 +174,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.tcpAddr = ln.Addr()
 	}
 	s.mu.Unlock()
+	s.ready.Store(true)
 	return s.serve(ln)
 }
 
@@ -178,7 +185,6 @@ func (s *Server) track(ln net.Listener) error {
 		return ErrServerClosed
 	}
 	s.lns = append(s.lns, ln)
-	s.startOnce.Do(func() { go s.sample() })
 	return nil
 }
 
@@ -273,9 +279,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	hs := s.httpSrv
 	s.mu.Unlock()
-	if first {
-		close(s.sampler)
-	}
 	for _, ln := range lns {
 		_ = ln.Close()
 	}

@@ -92,6 +92,24 @@ var errCodes = []struct {
 	{ledger.ErrNotFound, CodeNotFound},
 }
 
+var codeNames = map[Code]string{
+	CodeMalformed: "malformed", CodeUnknownType: "unknown_type", CodeTooLarge: "too_large",
+	CodeShutdown: "shutdown", CodeBusy: "busy", CodeUnauthorized: "unauthorized", CodeForbidden: "forbidden",
+	CodeInternal: "internal", CodeClosed: "closed", CodeFailed: "failed", CodeNilOp: "nil_op",
+	CodeZeroAmount: "zero_amount", CodeAmountRange: "amount_range", CodeAccountRange: "account_range",
+	CodeSameAccount: "same_account", CodeNoLegs: "no_legs", CodeTooManyLegs: "too_many_legs",
+	CodeFlags: "flags", CodeBatchSize: "batch_size", CodeLevel: "level", CodeNotFound: "not_found",
+}
+
+// String returns the code's snake_case name (as metric labels spell it),
+// or "code_N" for a code this version does not know.
+func (c Code) String() string {
+	if s, ok := codeNames[c]; ok {
+		return s
+	}
+	return fmt.Sprintf("code_%d", uint16(c))
+}
+
 // IsInput reports whether c is one of the codes of a ledger.InputError.
 func (c Code) IsInput() bool { return c >= CodeNilOp && c <= CodeBatchSize }
 

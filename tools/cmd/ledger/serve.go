@@ -63,11 +63,33 @@ func serveCommand() *cli.Command {
 				Usage: "PEM CA(s) client certificates must chain to (mutual TLS); needs --tls-cert"},
 			&cli.BoolFlag{Name: "insecure", EnvVars: []string{"LEDGER_INSECURE"},
 				Usage: "listen beyond loopback without tokens or TLS (anyone who reaches the port can move money)"},
+			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"LEDGER_LOG_LEVEL"},
+				Usage: "debug (one line per HTTP request), info, warn or error"},
+			&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: []string{"LEDGER_LOG_FORMAT"},
+				Usage: "text or json (log/slog), on stderr"},
+			&cli.BoolFlag{Name: "pprof", EnvVars: []string{"LEDGER_PPROF"},
+				Usage: "serve runtime profiles under /debug/pprof/ on the HTTP listener (read_write token)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, EnvVars: []string{"LEDGER_SHUTDOWN_TIMEOUT"},
 				Usage: "longest to wait for in-flight requests on shutdown"},
 		},
 		Action: serve,
 	}
+}
+
+// serveLogger builds the slog logger of --log-level and --log-format.
+func serveLogger(c *cli.Context) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return nil, exitcode.Usage("serve: --log-level %q: want debug, info, warn or error", c.String("log-level"))
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.String("log-format") {
+	case "text":
+		return slog.New(slog.NewTextHandler(c.App.ErrWriter, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(c.App.ErrWriter, opts)), nil
+	}
+	return nil, exitcode.Usage("serve: --log-format %q: want text or json", c.String("log-format"))
 }
 
 // serveSecurity fills cfg's tokens and TLS from the flags.
@@ -102,6 +124,10 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return exitcode.Usage("serve: %v", err)
 	}
+	logger, err := serveLogger(c)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	l, err := ledger.Open(ledger.Config{Dir: c.String("dir"), MaxAccounts: c.Uint64("max-accounts"),
@@ -112,7 +138,6 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("open %s: %w", c.String("dir"), err)
 	}
-	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
 	if ws == pressure.LowLatency {
 		// Stages that never park keep the Go scheduler's run queue full, and
 		// it polls the network only when a P runs out of goroutines or from
@@ -125,7 +150,7 @@ func serve(c *cli.Context) error {
 		MaxConns: c.Int("max-conns"), MaxHTTPConns: c.Int("max-http-conns"), MaxInFlight: c.Int("max-inflight"),
 		MaxFrame: c.Int("max-frame"), MaxBatch: c.Int("max-batch"),
 		IdleTimeout: c.Duration("idle-timeout"), ReadTimeout: c.Duration("read-timeout"),
-		WriteTimeout: c.Duration("write-timeout"), Logger: logger, Insecure: c.Bool("insecure"),
+		WriteTimeout: c.Duration("write-timeout"), Logger: logger, Insecure: c.Bool("insecure"), Pprof: c.Bool("pprof"),
 	}
 	var s *server.Server
 	if err = serveSecurity(c, &cfg); err == nil {

@@ -279,3 +279,27 @@ func TestServeWithTokenAndTLS(t *testing.T) {
 	assert.Equal(t, 1, code, "the system roots do not know the test CA: %s", se)
 	assert.Contains(t, se, "certificate")
 }
+
+// TestServeLogFlags: --log-format json with --log-level debug writes one
+// JSON line per HTTP request; bad values exit 2.
+func TestServeLogFlags(t *testing.T) {
+	_, errb, m, stop := startServe(t, t.TempDir(), "--log-format", "json", "--log-level", "debug")
+	resp, err := http.Get(m[2] + "/v1/indexes")
+	require.NoError(t, err)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	require.NoError(t, stop())
+	var lines int
+	for _, line := range strings.Split(strings.TrimSpace(errb.String()), "\n") {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), "not JSON: %q", line)
+		if rec["msg"] == "http request" && rec["route"] == "/v1/indexes" {
+			lines++
+		}
+	}
+	assert.Equal(t, 1, lines, errb.String())
+	for _, bad := range [][]string{{"--log-level", "loud"}, {"--log-format", "xml"}} {
+		_, stderr, code := runApp(t, append([]string{"serve", "--dir", t.TempDir()}, bad...)...)
+		assert.Equal(t, 2, code, stderr)
+	}
+}
