@@ -167,7 +167,7 @@ type testPKI struct {
 	clientCert                    tls.Certificate
 }
 
-func newTestPKI(t *testing.T) *testPKI {
+func newTestPKI(t testing.TB) *testPKI {
 	t.Helper()
 	p := &testPKI{dir: t.TempDir()}
 	key := func() *ecdsa.PrivateKey {
@@ -310,4 +310,12 @@ func TestExposedRefused(t *testing.T) {
 		_, err := New(l, c)
 		assert.NoError(t, err, "%s %s", c.Addr, c.HTTPAddr)
 	}
+}
+
+// TestHelloIsDueAtOnce: on a server with tokens, a connection that sends
+// no hello is closed after ReadTimeout, not held for IdleTimeout.
+func TestHelloIsDueAtOnce(t *testing.T) {
+	f := startServer(t, Config{Tokens: testTokens, ReadTimeout: 200 * time.Millisecond, IdleTimeout: time.Hour})
+	r := newRaw(t, f)
+	r.wantClosed()
 }

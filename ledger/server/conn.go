@@ -160,7 +160,11 @@ func (c *conn) read() {
 		if br.Buffered() == 0 {
 			// wait for the next frame under the idle timeout
 			for {
-				_ = c.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+				idle := cfg.IdleTimeout
+				if c.scope == 0 {
+					idle = cfg.ReadTimeout // the hello is due at once
+				}
+				_ = c.nc.SetReadDeadline(time.Now().Add(idle))
 				if c.stop.Load() {
 					return // checked after the set: Shutdown sets stop, then its deadline
 				}
