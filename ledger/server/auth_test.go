@@ -319,3 +319,13 @@ func TestHelloIsDueAtOnce(t *testing.T) {
 	r := newRaw(t, f)
 	r.wantClosed()
 }
+
+// TestTokenOnServerWithout: a client with a token talks to a server
+// without tokens: its hello is answered read_write.
+func TestTokenOnServerWithout(t *testing.T) {
+	f := startServer(t, Config{})
+	c := f.dial(t, client.WithToken(rwToken))
+	res, err := c.SubmitAndWait(context.Background(), ledger.Deposit{Account: 1, Amount: 5}, ledger.Committed)
+	require.NoError(t, err)
+	assert.Equal(t, ledger.OK, res.Fail)
+}
