@@ -329,3 +329,19 @@ func TestTokenOnServerWithout(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ledger.OK, res.Fail)
 }
+
+// TestTLSBusyClosesBeforeHandshake: beyond MaxConns a TLS connection is
+// closed before its handshake, and the client's dial fails.
+func TestTLSBusyClosesBeforeHandshake(t *testing.T) {
+	p := newTestPKI(t)
+	cfg, err := LoadTLS(p.certFile, p.keyFile, "")
+	require.NoError(t, err)
+	f := startServer(t, Config{TLS: cfg, Tokens: testTokens, MaxConns: 1})
+	opts := []client.Option{client.WithToken(rwToken), client.WithTLS(&tls.Config{RootCAs: p.pool}), client.WithConns(1)}
+	c := f.dial(t, opts...)
+	_, err = c.Indexes(context.Background())
+	require.NoError(t, err)
+	_, err = client.Dial(context.Background(), f.s.Addr().String(), opts...)
+	require.Error(t, err)
+	assert.Equal(t, uint64(1), f.s.m.rejected.Load())
+}

@@ -226,6 +226,7 @@ func (s *Server) accept(nc net.Conn) {
 		s.refuse(nc, &wire.Error{Code: wire.CodeBusy, Message: "too many connections"})
 		return
 	}
+	raw := nc
 	if s.cfg.TLS != nil {
 		nc = tls.Server(nc, s.cfg.TLS) // the handshake runs on the connection's goroutine
 	}
@@ -234,7 +235,7 @@ func (s *Server) accept(nc net.Conn) {
 	if s.closing {
 		s.mu.Unlock()
 		s.open.Add(-1)
-		s.refuse(nc, &wire.Error{Code: wire.CodeShutdown, Message: "server shutting down"})
+		s.refuse(raw, &wire.Error{Code: wire.CodeShutdown, Message: "server shutting down"})
 		return
 	}
 	s.conns[c] = struct{}{}
@@ -245,7 +246,15 @@ func (s *Server) accept(nc net.Conn) {
 
 // refuse writes one error frame (best effort, bounded by WriteTimeout) and
 // closes nc.
+//
+// A connection refused before its TLS handshake is closed without the
+// frame: written in the clear, it would read as a broken handshake anyway,
+// and a handshake would tie up the accept loop.
 func (s *Server) refuse(nc net.Conn, we *wire.Error) {
+	if _, ok := nc.(*tls.Conn); s.cfg.TLS != nil && !ok {
+		_ = nc.Close()
+		return
+	}
 	e := wire.NewEncoder()
 	e.Error(0, we)
 	_ = nc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
