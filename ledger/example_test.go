@@ -30,7 +30,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println(r.ID, r.Fail)
-	// Output: 2 insufficient funds
+	// Output: 2 insufficient_funds
 }
 
 func ExampleOpen() {

@@ -24,10 +24,12 @@ const (
 	numFailReasons
 )
 
-var failNames = [...]string{"ok", "insufficient funds", "account not found", "zero-sum violation",
-	"entry limit exceeded", "balance overflow", "duplicate"}
+// failNames are the reasons' one spelling (snake_case) in HTTP, the
+// binary protocol's docs, dump and metric labels.
+var failNames = [...]string{"ok", "insufficient_funds", "account_not_found", "zero_sum_violation",
+	"entry_limit_exceeded", "balance_overflow", "duplicate"}
 
-// String returns a short description.
+// String returns the reason's snake_case name.
 func (f FailReason) String() string {
 	if f < numFailReasons {
 		return failNames[f]

@@ -2,10 +2,13 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lanework/lanework/ledger"
 	"github.com/lanework/lanework/ledger/wire"
@@ -92,9 +95,73 @@ func (c *Client) conn(ctx context.Context, s *slot) (*pconn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w", c.addr, err)
 	}
+	if nc, err = c.handshake(dctx, nc); err != nil {
+		return nil, err
+	}
 	p := newPconn(nc, c.opts.maxFrame, c.opts.writeTimeout)
 	s.p.Store(p)
 	return p, nil
+}
+
+// handshake starts TLS and sends the hello, as the options ask, before
+// the connection carries requests. It closes nc on failure.
+func (c *Client) handshake(ctx context.Context, nc net.Conn) (net.Conn, error) {
+	if c.opts.tls != nil {
+		cfg := c.opts.tls.Clone()
+		if cfg.ServerName == "" {
+			host, _, err := net.SplitHostPort(c.addr)
+			if err != nil {
+				host = c.addr
+			}
+			cfg.ServerName = host
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("client: tls %s: %w", c.addr, err)
+		}
+		nc = tc
+	}
+	if c.opts.token == "" {
+		return nc, nil
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(dl)
+	}
+	err := hello(nc, c.opts.token)
+	_ = nc.SetDeadline(time.Time{})
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("client: hello %s: %w", c.addr, err)
+	}
+	return nc, nil
+}
+
+// hello sends the token and reads the answer. The server sends nothing
+// else before it, so reading unbuffered leaves nothing behind.
+func hello(nc net.Conn, token string) error {
+	e := wire.NewEncoder()
+	e.Hello(0, token)
+	if _, err := nc.Write(e.Bytes()); err != nil {
+		return err
+	}
+	h, body, err := wire.NewFrameReader(nc, 0).Next()
+	if err != nil {
+		return err
+	}
+	dec := wire.NewDecoder()
+	switch h.Type {
+	case wire.TypeWelcome:
+		_, err := dec.Welcome(body)
+		return err
+	case wire.TypeError:
+		we, err := dec.Error(body)
+		if err != nil {
+			return err
+		}
+		return we.Err()
+	}
+	return fmt.Errorf("%w: got %v, want %v", errProtocol, h.Type, wire.TypeWelcome)
 }
 
 // do sends one request on the next pooled connection and waits for its

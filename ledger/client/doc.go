@@ -5,6 +5,10 @@
 // Every call takes a context: when it ends, the call returns its error at
 // once (the server still executes a submit it already received).
 //
+// WithToken authenticates every connection with a bearer token (a hello
+// frame sent once, right after connecting) and WithTLS speaks TLS,
+// verifying the server's certificate.
+//
 // # Delivery: at most once
 //
 // A connection that breaks is replaced on the next call, but the requests

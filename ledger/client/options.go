@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"time"
 
@@ -18,6 +19,8 @@ type options struct {
 	// writeTimeout bounds each write to the connection
 	writeTimeout time.Duration
 	dial         func(ctx context.Context, network, addr string) (net.Conn, error)
+	token        string
+	tls          *tls.Config
 }
 
 func defaultOptions() options {
@@ -62,4 +65,20 @@ func WithMaxFrame(n int) Option {
 // net.Dialer); tests use it to inject faults.
 func WithDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) Option {
 	return func(o *options) { o.dial = dial }
+}
+
+// WithToken makes every connection authenticate with the bearer token
+// secret (a hello frame, answered before Dial or the reconnecting call
+// goes on). A refused token fails them with an error matching
+// wire.ErrUnauthorized.
+func WithToken(secret string) Option {
+	return func(o *options) { o.token = secret }
+}
+
+// WithTLS speaks TLS with cfg on every connection. The server's
+// certificate is verified against cfg.RootCAs (nil: the system roots) for
+// the host of the address, unless cfg.ServerName says otherwise; set
+// cfg.Certificates for a server that requires client certificates.
+func WithTLS(cfg *tls.Config) Option {
+	return func(o *options) { o.tls = cfg }
 }

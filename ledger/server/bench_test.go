@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"github.com/lanework/lanework/pressure"
 	"log/slog"
 	"math/rand/v2"
@@ -30,12 +31,18 @@ func benchServer(b *testing.B) (*Server, func()) {
 
 // benchServerWith is benchServer with the ledger's stages waiting by ws.
 func benchServerWith(b *testing.B, ws pressure.WaitStrategy) (*Server, func()) {
+	return benchServerCfg(b, ws, Config{})
+}
+
+// benchServerCfg is benchServerWith with cfg's tokens and TLS.
+func benchServerCfg(b *testing.B, ws pressure.WaitStrategy, cfg Config) (*Server, func()) {
 	b.Helper()
 	l, err := ledger.Open(ledger.Config{Dir: b.TempDir(), WaitStrategy: ws})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(l, Config{Addr: "127.0.0.1:0", HTTPAddr: "off", Logger: slog.New(slog.DiscardHandler)})
+	cfg.Addr, cfg.HTTPAddr, cfg.Logger = "127.0.0.1:0", "off", slog.New(slog.DiscardHandler)
+	s, err := New(l, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -72,6 +79,10 @@ func BenchmarkBatchSubmitTCP(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close()
+	batchSubmits(b, c)
+}
+
+func batchSubmits(b *testing.B, c *client.Client) {
 	const batch, inflight = 4096, 4
 	pre := make([][]ledger.Op, 16)
 	r := rand.New(rand.NewPCG(1, 2))
@@ -228,5 +239,78 @@ func BenchmarkIdleConns(b *testing.B) {
 			nc.Close()
 		}
 		stop()
+	}
+}
+
+// BenchmarkLargeFrameConns: 4,096 connections (the default MaxConns) that
+// each sent one frame of the default MaxFrame (4 MiB) and went quiet, on a
+// server with a default ledger, all in this process. Reports the process
+// RSS once they are idle (the bar: under 256 MiB). It measures once,
+// whatever b.N.
+func BenchmarkLargeFrameConns(b *testing.B) {
+	debug.FreeOSMemory()
+	s, stop := benchServer(b)
+	defer stop()
+	conns := sendLargeFrames(b, s.Addr().String(), DefaultMaxConns, wire.DefaultMaxFrame)
+	defer func() {
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}()
+	if got := s.open.Load(); got != DefaultMaxConns {
+		b.Fatalf("%d connections open", got)
+	}
+	debug.FreeOSMemory()
+	b.ReportMetric(rssBytes(b)/(1<<20), "rss-MiB")
+	b.ReportMetric(float64(s.frameBufs.Lent()), "lent-bytes")
+}
+
+// BenchmarkSecureTCP: the batch and submit-and-wait benchmarks of this
+// file over a server without tokens and TLS ("plain") and with both
+// ("token-tls": a read_write token, TLS 1.3 with a P-256 certificate from
+// a test CA). With -count, the two variants alternate, so both see the
+// same machine load.
+func BenchmarkSecureTCP(b *testing.B) {
+	p := newTestPKI(b)
+	tcfg, err := LoadTLS(p.certFile, p.keyFile, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	variants := []struct {
+		name string
+		cfg  Config
+		opts []client.Option
+	}{
+		{"plain", Config{}, nil},
+		{"token-tls", Config{Tokens: testTokens, TLS: tcfg},
+			[]client.Option{client.WithToken(rwToken), client.WithTLS(&tls.Config{RootCAs: p.pool})}},
+	}
+	dial := func(b *testing.B, s *Server, opts []client.Option, conns int) *client.Client {
+		c, err := client.Dial(context.Background(), s.Addr().String(), append(opts, client.WithConns(conns))...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+	for _, v := range variants {
+		b.Run("batch/"+v.name, func(b *testing.B) {
+			s, stop := benchServerCfg(b, pressure.Balanced, v.cfg)
+			defer stop()
+			c := dial(b, s, v.opts, 2)
+			defer c.Close()
+			batchSubmits(b, c)
+		})
+	}
+	for _, v := range variants {
+		b.Run("submit-wait/"+v.name, func(b *testing.B) {
+			s, stop := benchServerCfg(b, pressure.Balanced, v.cfg)
+			defer stop()
+			c := dial(b, s, v.opts, 1)
+			defer c.Close()
+			pacedWaits(b, func(op ledger.Op) error {
+				_, err := c.SubmitAndWait(context.Background(), op, ledger.Committed)
+				return err
+			})
+		})
 	}
 }

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/lanework/lanework/ledger/wire"
@@ -15,15 +17,23 @@ const (
 	DefaultAddr         = "127.0.0.1:7070"
 	DefaultHTTPAddr     = "127.0.0.1:7071"
 	DefaultMaxConns     = 4096
-	DefaultMaxInFlight  = 1024
-	DefaultMaxBatch     = 8192
-	DefaultIdleTimeout  = 5 * time.Minute
-	DefaultReadTimeout  = 10 * time.Second
-	DefaultWriteTimeout = 10 * time.Second
+	DefaultMaxHTTPConns = 256
+	// DefaultMaxFrameMemory bounds the bytes of large request bodies
+	// being read or handled at once, over all connections.
+	DefaultMaxFrameMemory = 64 << 20
+	DefaultMaxInFlight    = 1024
+	DefaultMaxBatch       = 8192
+	DefaultIdleTimeout    = 5 * time.Minute
+	DefaultReadTimeout    = 10 * time.Second
+	DefaultWriteTimeout   = 10 * time.Second
 )
 
 // ErrConfig is wrapped by every configuration error from New.
 var ErrConfig = errors.New("server: invalid config")
+
+// ErrExposed is wrapped by the error of New for a listener on an address
+// other than loopback without both Tokens and TLS (and without Insecure).
+var ErrExposed = fmt.Errorf("%w: listening beyond loopback needs tokens and TLS", ErrConfig)
 
 // Config configures a Server. The zero value of every field selects its
 // documented default.
@@ -41,6 +51,15 @@ type Config struct {
 	// MaxConns bounds open TCP connections; default 4096. A connection
 	// beyond it gets one CodeBusy error frame and is closed.
 	MaxConns int
+	// MaxHTTPConns bounds open HTTP connections; default 256. A connection
+	// beyond it is answered 503 (plain HTTP) or closed (TLS) at once.
+	MaxHTTPConns int
+	// MaxFrameMemory bounds the memory of request bodies above
+	// wire.SmallFrame (4 KiB) read or being handled at once, over all
+	// connections; default 64 MiB. A connection whose frame does not fit
+	// waits (in arrival order) for others to finish theirs. Each
+	// connection keeps only SmallFrame bytes between frames.
+	MaxFrameMemory int64
 	// MaxInFlight bounds the requests of one connection read but not yet
 	// answered; default 1024. At the bound the server stops reading that
 	// connection until answers leave.
@@ -58,6 +77,22 @@ type Config struct {
 	// WriteTimeout closes a connection whose response write blocks this
 	// long (a client that does not read); default 10 s.
 	WriteTimeout time.Duration
+	// Tokens, if any, are the bearer tokens the server accepts: every HTTP
+	// request but /healthz and /readyz must carry one ("Authorization:
+	// Bearer SECRET"), and every TCP connection must send a hello with one
+	// as its first frame. None: no authentication.
+	Tokens []Token
+	// TLS, if set, serves both listeners over TLS with this configuration
+	// (certificates, and ClientAuth and ClientCAs for mutual TLS); nil
+	// serves plain TCP and HTTP.
+	TLS *tls.Config
+	// Insecure allows listening on non-loopback addresses without Tokens
+	// or TLS; New logs a warning. Without it such a Config is refused with
+	// ErrExposed: anyone who can reach the port could move money.
+	Insecure bool
+	// Pprof serves net/http/pprof's profiles under /debug/pprof/ on the
+	// HTTP listener (behind a read_write token when there are tokens).
+	Pprof bool
 	// Logger receives connection-level events; default slog.Default().
 	Logger *slog.Logger
 }
@@ -74,6 +109,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxConns == 0 {
 		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxHTTPConns == 0 {
+		c.MaxHTTPConns = DefaultMaxHTTPConns
+	}
+	if c.MaxFrameMemory == 0 {
+		c.MaxFrameMemory = DefaultMaxFrameMemory
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
@@ -101,6 +142,10 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("MaxFrame %d too small", c.MaxFrame)
 	case c.MaxConns < 1:
 		return bad("MaxConns %d below 1", c.MaxConns)
+	case c.MaxHTTPConns < 1:
+		return bad("MaxHTTPConns %d below 1", c.MaxHTTPConns)
+	case c.MaxFrameMemory < int64(c.MaxFrame):
+		return bad("MaxFrameMemory %d below MaxFrame %d", c.MaxFrameMemory, c.MaxFrame)
 	case c.MaxInFlight < 1:
 		return bad("MaxInFlight %d below 1", c.MaxInFlight)
 	case c.MaxBatch < 1 || c.MaxBatch > wire.MaxOps:
@@ -108,5 +153,30 @@ func (c Config) withDefaults() (Config, error) {
 	case c.IdleTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0:
 		return bad("negative timeout")
 	}
+	for _, a := range []string{c.Addr, c.HTTPAddr} {
+		if a == "off" || loopback(a) || (len(c.Tokens) > 0 && c.TLS != nil) {
+			continue
+		}
+		if !c.Insecure {
+			return c, fmt.Errorf("%w: %s (tokens: %d, TLS: %v)", ErrExposed, a, len(c.Tokens), c.TLS != nil)
+		}
+		c.Logger.Warn("ledger server: INSECURE: listening beyond loopback without tokens and TLS", "addr", a,
+			"tokens", len(c.Tokens), "tls", c.TLS != nil)
+	}
 	return c, nil
+}
+
+// loopback reports whether addr (host:port) can be reached only from this
+// machine: "localhost" or a loopback IP. An empty host, 0.0.0.0, :: and
+// any other name listen beyond it.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -23,16 +24,23 @@ type conn struct {
 	nc  net.Conn
 	out outQueue
 
-	sem     chan struct{} // in-flight tokens: a request holds one until its answer is encoded
-	broken  chan struct{} // closed when the connection is dead (write failed or killed)
-	brkOnce sync.Once
-	stop    atomic.Bool // Shutdown: read no further requests
-	linger  bool        // set by the reader: drain input before closing
-	waits   sync.WaitGroup
+	sem      chan struct{} // in-flight tokens: a request holds one until its answer is encoded
+	broken   chan struct{} // closed when the connection is dead (write failed or killed)
+	brkOnce  sync.Once
+	stop     atomic.Bool   // Shutdown: read no further requests
+	quit     chan struct{} // closed by stopReading or kill: ends a wait for frame memory
+	quitOnce sync.Once
+	linger   bool  // set by the reader: drain input before closing
+	scope    Scope // what the hello granted (ReadWrite without tokens); owned by the reader
+	waits    sync.WaitGroup
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{s: s, nc: nc, sem: make(chan struct{}, s.cfg.MaxInFlight), broken: make(chan struct{})}
+	c := &conn{s: s, nc: nc, sem: make(chan struct{}, s.cfg.MaxInFlight), broken: make(chan struct{}),
+		quit: make(chan struct{})}
+	if s.auth == nil {
+		c.scope = ReadWrite
+	}
 	c.out.sig = make(chan struct{}, 1)
 	return c
 }
@@ -40,6 +48,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 // stopReading makes the reader return at its next network read.
 func (c *conn) stopReading() {
 	c.stop.Store(true)
+	c.quitOnce.Do(func() { close(c.quit) })
 	_ = c.nc.SetReadDeadline(time.Now())
 }
 
@@ -70,6 +79,7 @@ func (c *conn) awaitAnswers() {
 
 func (c *conn) kill() {
 	c.brkOnce.Do(func() { close(c.broken) })
+	c.quitOnce.Do(func() { close(c.quit) })
 	_ = c.nc.Close()
 }
 
@@ -80,7 +90,9 @@ func (c *conn) serve() {
 		defer close(writerDone)
 		c.write()
 	}()
-	c.read()
+	if c.handshake() {
+		c.read()
+	}
 	c.awaitAnswers()
 	c.out.close()
 	<-writerDone
@@ -97,19 +109,36 @@ func (c *conn) serve() {
 	_ = c.nc.Close()
 }
 
+// handshake completes TLS, if the connection speaks it, within
+// ReadTimeout; false if it failed (the connection is then closed).
+func (c *conn) handshake() bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	_ = tc.SetDeadline(time.Now().Add(c.s.cfg.ReadTimeout))
+	if err := tc.HandshakeContext(c.s.ctx); err != nil {
+		c.s.m.tlsFails.Add(1)
+		c.s.cfg.Logger.Debug("ledger server: TLS handshake failed", "remote", c.nc.RemoteAddr().String(), "err", err)
+		return false
+	}
+	_ = tc.SetDeadline(time.Time{})
+	return !c.stop.Load()
+}
+
 // lingerClose closes a connection whose client may still be sending (after
 // an oversized or unreadable frame): it sends FIN after the error answer and
 // discards input for a moment, so that closing with unread data does not
 // reset the connection before the client has read the answer.
 func (c *conn) lingerClose() {
 	defer c.nc.Close()
-	tc, ok := c.nc.(*net.TCPConn)
+	cw, ok := c.nc.(interface{ CloseWrite() error }) // *net.TCPConn, *tls.Conn
 	if !ok {
 		return
 	}
-	_ = tc.CloseWrite()
-	_ = tc.SetReadDeadline(time.Now().Add(time.Second))
-	_, _ = io.CopyN(io.Discard, tc, 4<<20)
+	_ = cw.CloseWrite()
+	_ = c.nc.SetReadDeadline(time.Now().Add(time.Second))
+	_, _ = io.CopyN(io.Discard, c.nc, 4<<20)
 }
 
 // read runs the reader loop until EOF, an unrecoverable frame error,
@@ -118,7 +147,10 @@ func (c *conn) read() {
 	cfg := &c.s.cfg
 	br := bufio.NewReaderSize(c.nc, 4<<10)
 	fr := wire.NewFrameReader(br, cfg.MaxFrame)
+	fr.Buffers, fr.Cancel = c.s.frameBufs, c.quit
+	defer fr.Release()
 	dec := wire.NewDecoder()
+	defer dec.Release()
 	var req wire.Request
 	var armed time.Time // when the read deadline was last set
 	for {
@@ -128,7 +160,11 @@ func (c *conn) read() {
 		if br.Buffered() == 0 {
 			// wait for the next frame under the idle timeout
 			for {
-				_ = c.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+				idle := cfg.IdleTimeout
+				if c.scope == 0 {
+					idle = cfg.ReadTimeout // the hello is due at once
+				}
+				_ = c.nc.SetReadDeadline(time.Now().Add(idle))
 				if c.stop.Load() {
 					return // checked after the set: Shutdown sets stop, then its deadline
 				}
@@ -163,11 +199,23 @@ func (c *conn) read() {
 			c.frameError(h, err)
 			return
 		}
+		if c.scope == 0 {
+			if !c.hello(h, body, dec, &req) {
+				return
+			}
+			fr.Release()
+			continue
+		}
 		if !c.acquire() {
 			return
 		}
 		c.s.m.requests[h.Type].Add(1)
 		c.handle(h, body, dec, &req)
+		// Nothing refers to the body or the batch once handled (the
+		// ledger copied the ops): give large buffers back now, not at the
+		// next frame, which may never come.
+		dec.Release()
+		fr.Release()
 	}
 }
 
@@ -189,7 +237,7 @@ func (c *conn) frameError(h wire.Header, err error) {
 		if c.acquire() {
 			c.reply(response{err: &wire.Error{Code: wire.CodeMalformed, Message: err.Error()}})
 		}
-	case errors.Is(err, io.EOF), c.stop.Load():
+	case errors.Is(err, io.EOF), errors.Is(err, wire.ErrCanceled), c.stop.Load():
 	default:
 		c.s.m.badFrames.Add(1) // truncated frame, read timeout, reset
 	}
@@ -223,6 +271,35 @@ func (c *conn) fail(id uint64, err error) {
 	c.reply(response{id: id, err: wire.AsError(ctxErr(err))})
 }
 
+// hello authenticates the connection from its first frame, which must be
+// a TypeHello with a known token; it answers the hello itself (and false
+// closes the connection). On a server without tokens every connection
+// starts read_write and never gets here.
+func (c *conn) hello(h wire.Header, body []byte, dec *wire.Decoder, req *wire.Request) bool {
+	reason := authMissing
+	if h.Type == wire.TypeHello {
+		reason = authInvalid
+		if err := dec.Request(h.Type, body, req); err == nil {
+			c.scope = c.s.auth.check(req.Token)
+		}
+		dec.Release() // the token is not kept
+		if c.scope != 0 {
+			if !c.acquire() {
+				return false
+			}
+			c.reply(response{typ: wire.TypeWelcome, id: h.ID, scope: c.scope})
+			return true
+		}
+	}
+	c.s.authFailed("tcp", reason, c.nc.RemoteAddr().String(), h.Type.String())
+	c.linger = true // the client may have pipelined frames after it
+	if c.acquire() {
+		c.reply(response{id: h.ID, err: &wire.Error{Code: wire.CodeUnauthorized,
+			Message: "unauthorized: " + reason + " token; the first frame must be a hello with a token"}})
+	}
+	return false
+}
+
 // handle answers one request. Quick ones are answered inline; waits run in
 // their own goroutine.
 func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.Request) {
@@ -232,7 +309,16 @@ func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.R
 		c.fail(h.ID, err)
 		return
 	}
+	if writes(h.Type) && c.scope < ReadWrite {
+		c.s.authFailed("tcp", authForbidden, c.nc.RemoteAddr().String(), h.Type.String())
+		c.reply(response{id: h.ID, err: &wire.Error{Code: wire.CodeForbidden, Message: wire.ErrForbidden.Error()}})
+		return
+	}
 	switch h.Type {
+	case wire.TypeHello:
+		// A connection authenticates once: a later hello (or one on a
+		// server without tokens) changes nothing and answers its scope.
+		c.reply(response{typ: wire.TypeWelcome, id: h.ID, scope: c.scope})
 	case wire.TypePing:
 		c.reply(response{typ: wire.TypePong, id: h.ID})
 	case wire.TypeSubmit:
@@ -245,7 +331,7 @@ func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.R
 		// The ledger stage that brings the op to its level queues the
 		// answer itself: no goroutine waits per request, and a group
 		// commit readies only the connection's writer.
-		id := h.ID
+		id, level, start := h.ID, req.Level, time.Now()
 		c.waits.Add(1)
 		_, err := l.SubmitFunc(req.Op, req.Level, func(res ledger.Result, err error) {
 			defer c.waits.Done()
@@ -255,6 +341,7 @@ func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.R
 			}
 			c.s.m.ops.Add(1)
 			c.s.m.observe(&res)
+			c.s.m.observeWait(level, start)
 			c.reply(response{typ: wire.TypeResultIs, id: id, res: res})
 		})
 		if err != nil {
@@ -317,11 +404,12 @@ func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.R
 		c.reply(response{typ: wire.TypeIndexesAre, id: h.ID, idx: x})
 	case wire.TypeSnapshot:
 		// The snapshot is written and synced by the ledger's persister:
-		// wait off the reader goroutine. Concurrent requests share it.
+		// wait off the reader goroutine. Requests while one is in
+		// flight share it (snapGate).
 		c.waits.Add(1)
 		c.s.workers.run(func() {
 			defer c.waits.Done()
-			tx, err := l.Snapshot(c.s.ctx)
+			tx, _, err := c.s.snap.do(c.s.ctx, l, c.s.ctx)
 			if err != nil {
 				c.fail(h.ID, err)
 				return
@@ -329,6 +417,11 @@ func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.R
 			c.reply(response{typ: wire.TypeSnapshotTaken, id: h.ID, first: tx})
 		})
 	}
+}
+
+// writes reports whether requests of type t need a read_write token.
+func writes(t wire.Type) bool {
+	return t == wire.TypeSubmit || t == wire.TypeSubmitWait || t == wire.TypeSnapshot
 }
 
 // submit sequences a batch (atomically, contiguous ids) and answers at

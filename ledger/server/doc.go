@@ -10,6 +10,12 @@
 // that). A client that does not read its responses stalls only its own
 // connection, which is closed once a write blocks for Config.WriteTimeout.
 //
+// Config.Tokens (bearer tokens, read_only or read_write) and Config.TLS
+// protect both listeners; New refuses a non-loopback address without both
+// unless Config.Insecure. A connection keeps a 4 KiB frame buffer; larger
+// frames borrow from a pool bounded by Config.MaxFrameMemory. Metrics are
+// served by prometheus/client_golang.
+//
 // Shutdown stops accepting, stops reading new requests, answers every
 // request already read, and closes the connections; the caller then closes
 // the ledger.

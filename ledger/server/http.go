@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/lanework/lanework/ledger"
 	"github.com/lanework/lanework/ledger/wire"
@@ -20,9 +24,13 @@ import (
 //	GET  /v1/indexes                 {"sequenced":..,"computed":..,"committed":..,"snapshot":..}
 //	POST /v1/snapshot                write a snapshot now; {"tx_id":..} once it is durable
 //	GET  /healthz                    200 "ok", or 503 once the ledger is closed or failed
-//	GET  /metrics                    Prometheus text format
+//	GET  /readyz                     200 "ready" once the server serves a recovered ledger, else 503
+//	GET  /metrics                    Prometheus exposition (client_golang)
+//	     /debug/pprof/               runtime profiles, with Config.Pprof
 //
 // Errors are {"error":"...","code":N,"index":I} with the wire error code.
+// With Config.Tokens every route but /healthz and /readyz needs a bearer
+// token: read_only for GET, read_write for POST and /debug/.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/ops", s.handleOps)
@@ -31,11 +39,86 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/indexes", s.handleIndexes)
 	mux.HandleFunc("POST /v1/snapshot", s.handleSnapshot)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
-	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	mux.HandleFunc("GET /readyz", s.handleReady)
+	mux.Handle("GET /metrics", s.metricsHandler())
+	if s.cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	log := s.cfg.Logger
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.m.httpReqs.Add(1)
-		mux.ServeHTTP(w, r)
+		start := time.Now()
+		_, pattern := mux.Handler(r)
+		route := pattern[strings.IndexByte(pattern, ' ')+1:] // the path of "METHOD /path"
+		sw := &statusWriter{ResponseWriter: w}
+		if s.authorizeHTTP(sw, r) {
+			mux.ServeHTTP(sw, r)
+		}
+		if sw.code == 0 {
+			sw.code = http.StatusOK
+		}
+		took := time.Since(start)
+		s.m.countHTTP(route, sw.code, took)
+		if log.Enabled(r.Context(), slog.LevelDebug) {
+			log.LogAttrs(r.Context(), slog.LevelDebug, "http request", slog.String("method", r.Method),
+				slog.String("path", r.URL.Path), slog.String("route", route), slog.Int("status", sw.code),
+				slog.Duration("took", took), slog.String("remote", r.RemoteAddr))
+		}
 	})
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.l.Indexes(); err != nil || !s.ready.Load() || s.isClosing() {
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "ready\n")
+}
+
+// authorizeHTTP checks the request's bearer token against the scope its
+// route needs: probes need none, writes (POST) and /debug/ need
+// read_write, the rest read_only. It answers 401 or 403 itself.
+func (s *Server) authorizeHTTP(w http.ResponseWriter, r *http.Request) bool {
+	if s.auth == nil || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		return true
+	}
+	need := ReadOnly
+	if r.Method == http.MethodPost || strings.HasPrefix(r.URL.Path, "/debug/") {
+		need = ReadWrite
+	}
+	h := r.Header.Get("Authorization")
+	secret, ok := strings.CutPrefix(h, "Bearer ")
+	reason := ""
+	switch scope := s.auth.check([]byte(secret)); {
+	case !ok || secret == "":
+		reason = authMissing
+	case scope == 0:
+		reason = authInvalid
+	case scope < need:
+		reason = authForbidden
+	}
+	if reason == "" {
+		return true
+	}
+	s.authFailed("http", reason, r.RemoteAddr, r.URL.Path)
+	if reason == authForbidden {
+		writeJSON(w, http.StatusForbidden, jsonError{Error: wire.ErrForbidden.Error(), Code: uint16(wire.CodeForbidden)})
+		return false
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="ledger"`)
+	writeJSON(w, http.StatusUnauthorized, jsonError{Error: wire.ErrUnauthorized.Error() + ": " + reason + " token", Code: uint16(wire.CodeUnauthorized)})
+	return false
+}
+
+// authFailed counts and logs a failed authentication: who, why and what,
+// never the token.
+func (s *Server) authFailed(proto, reason, remote, what string) {
+	s.m.authFailure(proto, reason)
+	s.cfg.Logger.Warn("ledger server: authentication failed", "proto", proto, "reason", reason, "remote", remote, "request", what)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -77,6 +160,7 @@ func parseLevel(s string) (ledger.Level, error) {
 }
 
 func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	level, err := parseLevel(r.URL.Query().Get("wait"))
 	if err != nil {
 		s.httpError(w, err)
@@ -108,6 +192,7 @@ func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
 		}
 		s.m.ops.Add(1)
 		s.m.observe(&res)
+		s.m.observeWait(level, start)
 		writeJSON(w, http.StatusOK, toJSONResult(&res))
 		return
 	}
@@ -200,7 +285,7 @@ func (s *Server) handleIndexes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
-	tx, err := s.l.Snapshot(r.Context())
+	tx, _, err := s.snap.do(r.Context(), s.l, s.ctx)
 	if err != nil {
 		s.httpError(w, err)
 		return
@@ -217,9 +302,4 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = io.WriteString(w, "ok\n")
-}
-
-func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_ = s.writeMetrics(w)
 }

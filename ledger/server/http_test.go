@@ -1,14 +1,13 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,10 @@ import (
 	"github.com/lanework/lanework/ledger/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	pmodel "github.com/prometheus/common/model"
 )
 
 func httpDo(t *testing.T, method, url, body string) (int, map[string]any) {
@@ -64,7 +67,9 @@ func TestHTTPAPI(t *testing.T) {
 	assert.Equal(t, "snapshot", out["status"])
 	assert.Equal(t, "transfer", out["result"].(map[string]any)["kind"])
 
-	code, out = httpDo(t, "POST", u+"/v1/ops?wait=none", `{"type":"withdraw","account":3,"amount":500}`)
+	code, _ = httpDo(t, "POST", u+"/v1/ops?wait=none", `{"type":"withdraw","account":3,"amount":500}`)
+	require.Equal(t, 400, code, "one spelling of each op type")
+	code, out = httpDo(t, "POST", u+"/v1/ops?wait=none", `{"type":"withdrawal","account":3,"amount":500}`)
 	require.Equal(t, 202, code)
 	assert.Equal(t, float64(5), out["id"])
 	code, out = httpDo(t, "GET", u+"/v1/indexes", "")
@@ -84,7 +89,7 @@ func TestHTTPAPI(t *testing.T) {
 	code, out = httpDo(t, "POST", u+"/v1/ops", `{"type":"deposit","account":1,"amount":1,"userref":9}`)
 	assert.Equal(t, 400, code)
 	assert.Equal(t, float64(1), out["code"])
-	assert.Contains(t, out["error"], `unknown field "userref"`)
+	assert.Contains(t, out["error"], `op.userref (deposit): not a field of deposit`)
 	code, _ = httpDo(t, "POST", u+"/v1/ops", `[{"type":"deposit","account":1,"amount":1,"legz":[]}]`)
 	assert.Equal(t, 400, code)
 	code, _ = httpDo(t, "POST", u+"/v1/ops", `{"type":"deposit","account":1,"amount":1} {"type":"deposit","account":1,"amount":1}`)
@@ -107,36 +112,52 @@ func TestHTTPAPI(t *testing.T) {
 	assert.Equal(t, 200, code)
 }
 
-var (
-	metricLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*")(,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*")*\})? (\S+)$`)
-	metaLine   = regexp.MustCompile(`^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.+)$`)
-)
-
-// parseMetrics checks the Prometheus text format line by line and returns
-// the samples by name and labels.
+// parseMetrics parses the exposition with prometheus/common's expfmt and
+// returns every sample by name and labels (as the text format spells
+// them: `name{a="x",b="y"}`; histograms as name_count, name_sum and
+// name_bucket{le=...}), and the families by name.
 func parseMetrics(t *testing.T, body io.Reader) map[string]float64 {
-	t.Helper()
-	out := map[string]float64{}
-	typed := map[string]bool{}
-	sc := bufio.NewScanner(body)
-	for sc.Scan() {
-		line := sc.Text()
-		if m := metaLine.FindStringSubmatch(line); m != nil {
-			if m[1] == "TYPE" {
-				require.Contains(t, []string{"counter", "gauge"}, m[3], line)
-				typed[m[2]] = true
-			}
-			continue
-		}
-		m := metricLine.FindStringSubmatch(line)
-		require.NotNil(t, m, "bad metrics line %q", line)
-		require.True(t, typed[m[1]], "sample before its TYPE: %q", line)
-		v, err := strconv.ParseFloat(m[len(m)-1], 64)
-		require.NoError(t, err, line)
-		out[strings.TrimSuffix(line, " "+m[len(m)-1])] = v
-	}
-	require.NoError(t, sc.Err())
+	out, _ := parseFamilies(t, body)
 	return out
+}
+
+func parseFamilies(t *testing.T, body io.Reader) (map[string]float64, map[string]*dto.MetricFamily) {
+	t.Helper()
+	p := expfmt.NewTextParser(pmodel.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(body)
+	require.NoError(t, err)
+	out := map[string]float64{}
+	key := func(name string, m *dto.Metric, extra ...string) string {
+		var ls []string
+		for _, lp := range m.GetLabel() {
+			ls = append(ls, fmt.Sprintf("%s=%q", lp.GetName(), lp.GetValue()))
+		}
+		ls = append(ls, extra...)
+		if len(ls) == 0 {
+			return name
+		}
+		return name + "{" + strings.Join(ls, ",") + "}"
+	}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				out[key(name, m)] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[key(name, m)] = m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				h := m.GetHistogram()
+				out[key(name+"_count", m)] = float64(h.GetSampleCount())
+				out[key(name+"_sum", m)] = h.GetSampleSum()
+				for _, b := range h.GetBucket() {
+					out[key(name+"_bucket", m, fmt.Sprintf("le=%q", strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)))] = float64(b.GetCumulativeCount())
+				}
+			default:
+				out[key(name, m)] = m.GetUntyped().GetValue()
+			}
+		}
+	}
+	return out, fams
 }
 
 func TestMetrics(t *testing.T) {
@@ -152,15 +173,46 @@ func TestMetrics(t *testing.T) {
 	defer resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
 	assert.Contains(t, resp.Header.Get("Content-Type"), "text/plain")
-	m := parseMetrics(t, resp.Body)
+	m, fams := parseFamilies(t, resp.Body)
 	assert.Equal(t, float64(3), m[`ledger_index{level="sequenced"}`])
 	assert.Equal(t, float64(3), m[`ledger_index{level="snapshot"}`])
-	assert.Equal(t, float64(1), m[`ledger_server_outcomes_total{kind="withdrawal",reason="insufficient funds"}`])
+	assert.Equal(t, float64(1), m[`ledger_server_outcomes_total{kind="withdrawal",reason="insufficient_funds"}`])
 	assert.Equal(t, float64(2), m[`ledger_server_connections`]) // the client's default pool
 	assert.Equal(t, float64(1), m[`ledger_server_requests_total{type="submit"}`])
 	assert.Equal(t, float64(3), m[`ledger_server_ops_submitted_total`])
-	assert.Contains(t, m, `ledger_index_lag{from="committed",to="snapshot"}`)
-	assert.Contains(t, m, `ledger_committed_tx_per_second`)
+	for name, typ := range map[string]dto.MetricType{
+		"ledger_server_submit_wait_seconds":    dto.MetricType_HISTOGRAM,
+		"ledger_wal_sync_seconds":              dto.MetricType_HISTOGRAM,
+		"ledger_wal_group_commit_transactions": dto.MetricType_HISTOGRAM,
+		"go_goroutines":                        dto.MetricType_GAUGE,
+		"process_resident_memory_bytes":        dto.MetricType_GAUGE,
+	} {
+		if assert.Contains(t, fams, name) {
+			assert.Equal(t, typ, fams[name].GetType(), name)
+		}
+	}
+	assert.Equal(t, float64(1), m[`ledger_server_submit_wait_seconds_count{level="committed"}`], "the withdrawal")
+	assert.Equal(t, float64(1), m[`ledger_server_submit_wait_seconds_bucket{level="committed",le="+Inf"}`])
+	assert.Equal(t, float64(0), m[`ledger_server_submit_wait_seconds_count{level="computed"}`])
+	st := f.l.Stats()
+	assert.Equal(t, float64(st.WALBatches), m[`ledger_wal_sync_seconds_count`])
+	assert.Equal(t, st.WALSyncTime.Seconds(), m[`ledger_wal_sync_seconds_sum`])
+	assert.Equal(t, float64(3), m[`ledger_wal_group_commit_transactions_sum`])
+	for name := range m {
+		assert.NotContains(t, name, "per_second", "rates are Prometheus's to compute")
+	}
+	for _, f := range fams {
+		if !strings.HasPrefix(f.GetName(), "ledger_") {
+			continue // go_info's version label is the Go release
+		}
+		for _, mm := range f.GetMetric() {
+			for _, lp := range mm.GetLabel() {
+				if lp.GetName() != "route" && lp.GetName() != "le" {
+					assert.Regexp(t, `^[a-z0-9_+]+$`, lp.GetValue(), "%s label %s is snake_case", f.GetName(), lp.GetName())
+				}
+			}
+		}
+	}
 
 	// Ledger-wide counters (ledger.Stats) include transactions submitted
 	// in process, which the server never saw.
@@ -170,18 +222,18 @@ func TestMetrics(t *testing.T) {
 	_, err = c.Snapshot(ctx)
 	require.NoError(t, err)
 	m = getMetrics(t, f)
-	assert.Equal(t, float64(1), m[`ledger_transactions_total{kind="withdrawal",reason="insufficient funds"}`])
-	assert.Equal(t, float64(1), m[`ledger_transactions_total{kind="transfer",reason="insufficient funds"}`])
+	assert.Equal(t, float64(1), m[`ledger_transactions_total{kind="withdrawal",reason="insufficient_funds"}`])
+	assert.Equal(t, float64(1), m[`ledger_transactions_total{kind="transfer",reason="insufficient_funds"}`])
 	assert.Equal(t, float64(2), m[`ledger_transactions_total{kind="deposit",reason="ok"}`])
-	assert.Equal(t, float64(2), m[`ledger_fails_total{reason="insufficient funds"}`])
+	assert.Equal(t, float64(2), m[`ledger_fails_total{reason="insufficient_funds"}`])
 	assert.Equal(t, float64(0), m[`ledger_fails_total{reason="duplicate"}`])
 	assert.NotContains(t, m, `ledger_fails_total{reason="ok"}`)
-	assert.Equal(t, float64(0), m[`ledger_server_outcomes_total{kind="transfer",reason="insufficient funds"}`], "not seen by the server")
+	assert.Equal(t, float64(0), m[`ledger_server_outcomes_total{kind="transfer",reason="insufficient_funds"}`], "not seen by the server")
 	assert.Equal(t, float64(4), m[`ledger_submitted_total`])
 	assert.Equal(t, float64(4), m[`ledger_committed_total`])
 	assert.Equal(t, float64(f.l.Stats().WALBatches), m[`ledger_wal_batches_total`], "idle: nothing changes")
 	assert.Positive(t, m[`ledger_wal_bytes_total`])
-	assert.Positive(t, m[`ledger_wal_sync_seconds_total`])
+	assert.Positive(t, m[`ledger_wal_sync_seconds_sum`])
 	assert.Equal(t, m[`ledger_wal_batches_total`]+1, m[`ledger_syncs_total`], "WAL batches plus one manifest")
 	assert.Equal(t, float64(1), m[`ledger_snapshots_total`])
 	assert.Equal(t, float64(4), m[`ledger_snapshot_persisted_tx`])
@@ -190,6 +242,18 @@ func TestMetrics(t *testing.T) {
 		assert.Contains(t, m, "ledger_pressure_"+name+"_total")
 	}
 	assert.Equal(t, float64(1), m[`ledger_server_requests_total{type="snapshot"}`])
+	assert.Equal(t, float64(1), m[`ledger_http_requests_total{code="200",route="/metrics"}`], "the first scrape")
+	code, _ := httpDo(t, "GET", f.httpURL()+"/v1/tx/999", "")
+	require.Equal(t, 404, code)
+	resp, err = http.Get(f.httpURL() + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	m, fams = parseFamilies(t, resp.Body)
+	assert.Equal(t, dto.MetricType_COUNTER, fams["ledger_http_requests_total"].GetType())
+	assert.Equal(t, dto.MetricType_HISTOGRAM, fams["ledger_http_request_seconds"].GetType())
+	assert.Equal(t, float64(1), m[`ledger_http_request_seconds_count{route="/v1/tx/{id}"}`])
+	assert.Equal(t, float64(1), m[`ledger_http_requests_total{code="404",route="/v1/tx/{id}"}`])
+	assert.Equal(t, float64(1), m[`ledger_server_errors_total{code="not_found"}`])
 }
 
 func getMetrics(t *testing.T, f *fixture) map[string]float64 {

@@ -3,92 +3,307 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"strconv"
 
 	"github.com/lanework/lanework/ledger"
 	"github.com/lanework/lanework/ledger/wire"
 )
 
-// jsonOp is an operation in the HTTP API:
+// An operation in the HTTP API is one JSON object:
 //
 //	{"type":"deposit","account":1,"amount":100,"user_ref":7}
 //	{"type":"withdrawal","account":1,"amount":5}
 //	{"type":"transfer","from":1,"to":2,"amount":5}
 //	{"type":"composite","legs":[{"account":1,"delta":-5},{"account":2,"delta":5}],"no_negative":true}
-type jsonOp struct {
-	Type       string    `json:"type"`
-	Account    uint64    `json:"account,omitempty"`
-	From       uint64    `json:"from,omitempty"`
-	To         uint64    `json:"to,omitempty"`
-	Amount     uint64    `json:"amount,omitempty"`
-	UserRef    uint64    `json:"user_ref,omitempty"`
-	Legs       []jsonLeg `json:"legs,omitempty"`
-	NoNegative bool      `json:"no_negative,omitempty"`
+//
+// decoded under the op rule of the wire package (wire/oprule.go), the one
+// the binary protocol follows: exactly the fields of its type, each once,
+// each of its JSON type (null refused); user_ref and no_negative may be
+// left out.
+
+// jsonFields lists each type's fields and whether they are required.
+var jsonFields = [...][]struct {
+	name     string
+	required bool
+}{
+	ledger.KindDeposit:    {{"account", true}, {"amount", true}, {"user_ref", false}},
+	ledger.KindWithdrawal: {{"account", true}, {"amount", true}, {"user_ref", false}},
+	ledger.KindTransfer:   {{"from", true}, {"to", true}, {"amount", true}, {"user_ref", false}},
+	ledger.KindComposite:  {{"legs", true}, {"no_negative", false}, {"user_ref", false}},
 }
 
-type jsonLeg struct {
-	Account uint64 `json:"account"`
-	Delta   int64  `json:"delta"`
+// member is one key and raw value of an object.
+type member struct {
+	key string
+	val json.RawMessage
 }
 
-func (o *jsonOp) op() (ledger.Op, error) {
-	switch strings.ToLower(o.Type) {
-	case "deposit":
-		return ledger.Deposit{Account: o.Account, Amount: o.Amount, UserRef: o.UserRef}, nil
-	case "withdrawal", "withdraw":
-		return ledger.Withdrawal{Account: o.Account, Amount: o.Amount, UserRef: o.UserRef}, nil
-	case "transfer":
-		return ledger.Transfer{From: o.From, To: o.To, Amount: o.Amount, UserRef: o.UserRef}, nil
-	case "composite":
-		c := ledger.Composite{UserRef: o.UserRef, Legs: make([]ledger.Leg, len(o.Legs))}
-		for i, l := range o.Legs {
-			c.Legs[i] = ledger.Leg{Account: l.Account, Delta: l.Delta}
+// readObject reads one JSON object from dec into members, refusing a
+// repeated key. what names the object in errors.
+func readObject(dec *json.Decoder, what string) ([]member, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", wire.ErrMalformed, what, err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("%w: %s: %s, want an object", wire.ErrMalformed, what, jsonKind(tok))
+	}
+	var ms []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", wire.ErrMalformed, what, err)
 		}
-		if o.NoNegative {
+		key := tok.(string) // inside an object the decoder yields only string keys
+		for _, m := range ms {
+			if m.key == key {
+				return nil, fmt.Errorf("%w: %s.%s: repeated key", wire.ErrMalformed, what, key)
+			}
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("%w: %s.%s: %v", wire.ErrMalformed, what, key, err)
+		}
+		ms = append(ms, member{key, raw})
+	}
+	if _, err := dec.Token(); err != nil { // '}'
+		return nil, fmt.Errorf("%w: %s: %v", wire.ErrMalformed, what, err)
+	}
+	return ms, nil
+}
+
+func jsonKind(tok json.Token) string {
+	switch v := tok.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	case string:
+		return "a string"
+	case json.Delim:
+		if v == '[' {
+			return "an array"
+		}
+		return "an object"
+	}
+	return "a value"
+}
+
+// rawKind names the JSON type of a raw value.
+func rawKind(raw json.RawMessage) string {
+	switch raw[0] {
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	case '"':
+		return "a string"
+	case '[':
+		return "an array"
+	case '{':
+		return "an object"
+	}
+	return "a number"
+}
+
+// jsonUint parses an unsigned integer literal: digits only, no sign,
+// fraction or exponent. "" means ok, else the problem.
+func jsonUint(raw json.RawMessage) (uint64, string) {
+	if raw[0] < '0' || raw[0] > '9' {
+		if raw[0] == '-' {
+			return 0, "negative, want an unsigned integer"
+		}
+		return 0, "want an unsigned integer, got " + rawKind(raw)
+	}
+	v, err := strconv.ParseUint(string(raw), 10, 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, fmt.Sprintf("%s out of the uint64 range", raw)
+		}
+		return 0, fmt.Sprintf("%s is not an integer", raw)
+	}
+	return v, ""
+}
+
+// jsonInt parses a signed integer literal.
+func jsonInt(raw json.RawMessage) (int64, string) {
+	if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return 0, "want an integer, got " + rawKind(raw)
+	}
+	v, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, fmt.Sprintf("%s out of the int64 range", raw)
+		}
+		return 0, fmt.Sprintf("%s is not an integer", raw)
+	}
+	return v, ""
+}
+
+// parseOp decodes op idx (-1: a single op) from dec.
+func parseOp(dec *json.Decoder, idx int) (ledger.Op, error) {
+	ms, err := readObject(dec, wire.OpPath(idx))
+	if err != nil {
+		return nil, err
+	}
+	var kind ledger.Kind
+	for _, m := range ms {
+		if m.key != "type" {
+			continue
+		}
+		var name string
+		if m.val[0] != '"' || json.Unmarshal(m.val, &name) != nil {
+			return nil, wire.FieldError(idx, 0, "type", "want a string, got %s", rawKind(m.val))
+		}
+		k, ok := wire.KindByName(name)
+		if !ok {
+			return nil, wire.FieldError(idx, 0, "type", "unknown op type %q (deposit, withdrawal, transfer or composite)", name)
+		}
+		kind = k
+	}
+	if kind == 0 {
+		return nil, wire.FieldError(idx, 0, "type", "missing")
+	}
+	fields := jsonFields[kind]
+	var u [4]uint64 // by position in fields
+	var legs []ledger.Leg
+	var noNeg bool
+	seen := 0
+	for _, m := range ms {
+		if m.key == "type" {
+			continue
+		}
+		pos := -1
+		for i, f := range fields {
+			if f.name == m.key {
+				pos = i
+			}
+		}
+		if pos < 0 {
+			return nil, wire.FieldError(idx, kind, m.key, "not a field of %s", kind)
+		}
+		seen |= 1 << pos
+		var p string
+		switch m.key {
+		case "legs":
+			legs, err = parseLegs(m.val, idx)
+			if err != nil {
+				return nil, err
+			}
+		case "no_negative":
+			switch string(m.val) {
+			case "true":
+				noNeg = true
+			case "false":
+			default:
+				p = "want a boolean, got " + rawKind(m.val)
+			}
+		default:
+			u[pos], p = jsonUint(m.val)
+		}
+		if p != "" {
+			return nil, wire.FieldError(idx, kind, m.key, "%s", p)
+		}
+	}
+	for i, f := range fields {
+		if f.required && seen&(1<<i) == 0 {
+			return nil, wire.FieldError(idx, kind, f.name, "missing")
+		}
+	}
+	var op ledger.Op
+	switch kind {
+	case ledger.KindDeposit:
+		op = ledger.Deposit{Account: u[0], Amount: u[1], UserRef: u[2]}
+	case ledger.KindWithdrawal:
+		op = ledger.Withdrawal{Account: u[0], Amount: u[1], UserRef: u[2]}
+	case ledger.KindTransfer:
+		op = ledger.Transfer{From: u[0], To: u[1], Amount: u[2], UserRef: u[3]}
+	default:
+		c := ledger.Composite{Legs: legs, UserRef: u[2]}
+		if noNeg {
 			c.Flags = ledger.NoNegative
 		}
-		return c, nil
+		op = c
 	}
-	return nil, fmt.Errorf("%w: unknown op type %q", wire.ErrMalformed, o.Type)
+	return op, wire.CheckSystemAccount(idx, op)
 }
 
-// decodeStrict decodes body, which must hold exactly one JSON value, into
-// v. An unknown field is refused rather than dropped: a misspelt
-// "user_ref" would otherwise lose the op's idempotency without a word.
-func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: %v", wire.ErrMalformed, err)
+// parseLegs decodes a composite's legs: an array of {"account","delta"}.
+func parseLegs(raw json.RawMessage, idx int) ([]ledger.Leg, error) {
+	const kind = ledger.KindComposite
+	if raw[0] != '[' {
+		return nil, wire.FieldError(idx, kind, "legs", "want an array, got %s", rawKind(raw))
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("%w: data after the JSON value", wire.ErrMalformed)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	_, _ = dec.Token() // '['
+	legs := []ledger.Leg{}
+	for i := 0; dec.More(); i++ {
+		name := fmt.Sprintf("legs[%d]", i)
+		ms, err := readObject(dec, wire.OpPath(idx)+"."+name)
+		if err != nil {
+			return nil, err
+		}
+		var l ledger.Leg
+		seen := 0
+		for _, m := range ms {
+			var p string
+			switch m.key {
+			case "account":
+				l.Account, p = jsonUint(m.val)
+				seen |= 1
+			case "delta":
+				l.Delta, p = jsonInt(m.val)
+				seen |= 2
+			default:
+				p = "not a field of a leg (account, delta)"
+			}
+			if p != "" {
+				return nil, wire.FieldError(idx, kind, name+"."+m.key, "%s", p)
+			}
+		}
+		if seen&1 == 0 {
+			return nil, wire.FieldError(idx, kind, name+".account", "missing")
+		}
+		if seen&2 == 0 {
+			return nil, wire.FieldError(idx, kind, name+".delta", "missing")
+		}
+		legs = append(legs, l)
 	}
-	return nil
+	return legs, nil
 }
 
-// parseOps decodes one op object or an array of them.
+// parseOps decodes one op object or an array of them; nothing may follow.
 func parseOps(body []byte) (ops []ledger.Op, single bool, err error) {
-	trimmed := strings.TrimLeft(string(body[:min(len(body), 64)]), " \t\r\n")
-	var jops []jsonOp
-	if strings.HasPrefix(trimmed, "[") {
-		if err := decodeStrict(body, &jops); err != nil {
-			return nil, false, err
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	trimmed := bytes.TrimLeft(body[:min(len(body), 64)], " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		_, _ = dec.Token()
+		for i := 0; dec.More(); i++ {
+			op, err := parseOp(dec, i)
+			if err != nil {
+				return nil, false, &ledger.InputError{Index: i, Err: err}
+			}
+			ops = append(ops, op)
+		}
+		if _, err := dec.Token(); err != nil { // ']'
+			return nil, false, fmt.Errorf("%w: ops: %v", wire.ErrMalformed, err)
 		}
 	} else {
-		var o jsonOp
-		if err := decodeStrict(body, &o); err != nil {
+		op, err := parseOp(dec, -1)
+		if err != nil {
 			return nil, false, err
 		}
-		jops, single = []jsonOp{o}, true
+		ops, single = []ledger.Op{op}, true
 	}
-	ops = make([]ledger.Op, len(jops))
-	for i := range jops {
-		if ops[i], err = jops[i].op(); err != nil {
-			return nil, false, &ledger.InputError{Index: i, Err: err}
-		}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false, fmt.Errorf("%w: data after the JSON value", wire.ErrMalformed)
 	}
 	return ops, single, nil
 }

@@ -131,7 +131,7 @@ func TestBadFrames(t *testing.T) {
 				assert.Equal(t, 1, we.Index)
 			}
 		}
-		assert.Equal(t, map[uint64]wire.Code{12: wire.CodeSameAccount, 13: wire.CodeNilOp, 14: wire.CodeLevel, 15: wire.CodeNotFound}, got)
+		assert.Equal(t, map[uint64]wire.Code{12: wire.CodeSameAccount, 13: wire.CodeMalformed, 14: wire.CodeLevel, 15: wire.CodeNotFound}, got)
 	})
 	t.Run("oversized frame is refused and closed", func(t *testing.T) {
 		r := newRaw(t, f)

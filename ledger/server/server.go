@@ -2,13 +2,17 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lanework/lanework/ledger"
 	"github.com/lanework/lanework/ledger/wire"
@@ -35,12 +39,16 @@ type Server struct {
 	tcpAddr  net.Addr
 	httpAddr net.Addr
 
+	auth      *authenticator     // nil: no tokens
+	frameBufs *wire.FrameBuffers // large request bodies, within MaxFrameMemory
+	snap      snapGate
+	httpOpen  atomic.Int64 // open HTTP connections
 	workers   *workers     // goroutines for requests that wait
 	open      atomic.Int64 // open TCP connections
 	connWG    sync.WaitGroup
 	serveWG   sync.WaitGroup
-	sampler   chan struct{} // closed to stop the throughput sampler
-	startOnce sync.Once
+	reg       *prometheus.Registry
+	ready     atomic.Bool // /readyz: the ledger recovered and the server listens
 }
 
 // New returns a server for l, which the caller opens and, after Shutdown,
@@ -54,7 +62,12 @@ func New(l *ledger.Ledger, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{l: l, cfg: cfg, conns: make(map[*conn]struct{}), sampler: make(chan struct{}), workers: newWorkers()}
+	s := &Server{l: l, cfg: cfg, conns: make(map[*conn]struct{}), workers: newWorkers(),
+		frameBufs: wire.NewFrameBuffers(cfg.MaxFrameMemory)}
+	if s.auth, err = newAuthenticator(cfg.Tokens); err != nil {
+		return nil, err
+	}
+	s.reg = s.newRegistry()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -97,6 +110,9 @@ func (s *Server) Start() error {
 			return err
 		}
 	}
+	// Open recovered the ledger before New; from here both listeners
+	// serve it.
+	s.ready.Store(true)
 	return nil
 }
 
@@ -108,6 +124,8 @@ func (s *Server) startHTTP(ln net.Listener) error {
 		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
+		TLSConfig:         s.cfg.TLS,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
 	s.mu.Lock()
 	if s.closing {
@@ -119,7 +137,12 @@ func (s *Server) startHTTP(ln net.Listener) error {
 	s.serveWG.Add(1)
 	go func() {
 		defer s.serveWG.Done()
-		_ = hs.Serve(ln)
+		lln := &limitListener{Listener: ln, s: s}
+		if s.cfg.TLS != nil {
+			_ = hs.ServeTLS(lln, "", "")
+		} else {
+			_ = hs.Serve(lln)
+		}
 	}()
 	return nil
 }
@@ -151,6 +174,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.tcpAddr = ln.Addr()
 	}
 	s.mu.Unlock()
+	s.ready.Store(true)
 	return s.serve(ln)
 }
 
@@ -161,7 +185,6 @@ func (s *Server) track(ln net.Listener) error {
 		return ErrServerClosed
 	}
 	s.lns = append(s.lns, ln)
-	s.startOnce.Do(func() { go s.sample() })
 	return nil
 }
 
@@ -203,12 +226,16 @@ func (s *Server) accept(nc net.Conn) {
 		s.refuse(nc, &wire.Error{Code: wire.CodeBusy, Message: "too many connections"})
 		return
 	}
+	raw := nc
+	if s.cfg.TLS != nil {
+		nc = tls.Server(nc, s.cfg.TLS) // the handshake runs on the connection's goroutine
+	}
 	c := newConn(s, nc)
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		s.open.Add(-1)
-		s.refuse(nc, &wire.Error{Code: wire.CodeShutdown, Message: "server shutting down"})
+		s.refuse(raw, &wire.Error{Code: wire.CodeShutdown, Message: "server shutting down"})
 		return
 	}
 	s.conns[c] = struct{}{}
@@ -219,7 +246,15 @@ func (s *Server) accept(nc net.Conn) {
 
 // refuse writes one error frame (best effort, bounded by WriteTimeout) and
 // closes nc.
+//
+// A connection refused before its TLS handshake is closed without the
+// frame: written in the clear, it would read as a broken handshake anyway,
+// and a handshake would tie up the accept loop.
 func (s *Server) refuse(nc net.Conn, we *wire.Error) {
+	if _, ok := nc.(*tls.Conn); s.cfg.TLS != nil && !ok {
+		_ = nc.Close()
+		return
+	}
 	e := wire.NewEncoder()
 	e.Error(0, we)
 	_ = nc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
@@ -253,9 +288,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	hs := s.httpSrv
 	s.mu.Unlock()
-	if first {
-		close(s.sampler)
-	}
 	for _, ln := range lns {
 		_ = ln.Close()
 	}
@@ -294,6 +326,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	<-httpDone
 	s.cancel()
+	s.snap.wg.Wait() // an HTTP caller may have left its snapshot running
 	if first {
 		s.workers.stop() // every connection is done: no more work
 	}

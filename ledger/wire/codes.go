@@ -12,12 +12,14 @@ type Code uint16
 
 // Protocol error codes (1-15).
 const (
-	CodeMalformed   Code = 1 // the body does not decode as the type requires
-	CodeUnknownType Code = 2 // the message type is not a known request
-	CodeTooLarge    Code = 3 // the frame is above the server's limit; the server closes the connection
-	CodeShutdown    Code = 4 // the server is shutting down
-	CodeBusy        Code = 5 // the server holds its maximum of connections; it closes this one
-	CodeInternal    Code = 15
+	CodeMalformed    Code = 1 // the body does not decode as the type requires
+	CodeUnknownType  Code = 2 // the message type is not a known request
+	CodeTooLarge     Code = 3 // the frame is above the server's limit; the server closes the connection
+	CodeShutdown     Code = 4 // the server is shutting down
+	CodeBusy         Code = 5 // the server holds its maximum of connections; it closes this one
+	CodeUnauthorized Code = 6 // no valid token: the first frame was not a hello with a known token; the server closes the connection
+	CodeForbidden    Code = 7 // the connection's token is read_only and the request writes
+	CodeInternal     Code = 15
 )
 
 // Ledger error codes (16 and up), one per ledger sentinel.
@@ -39,11 +41,13 @@ const (
 
 // Sentinels for the protocol codes, matched with errors.Is on an *Error.
 var (
-	ErrMalformed   = errors.New("wire: malformed message")
-	ErrUnknownType = errors.New("wire: unknown message type")
-	ErrShutdown    = errors.New("wire: server shutting down")
-	ErrBusy        = errors.New("wire: server busy")
-	ErrInternal    = errors.New("wire: internal server error")
+	ErrMalformed    = errors.New("wire: malformed message")
+	ErrUnknownType  = errors.New("wire: unknown message type")
+	ErrShutdown     = errors.New("wire: server shutting down")
+	ErrBusy         = errors.New("wire: server busy")
+	ErrUnauthorized = errors.New("wire: unauthorized")
+	ErrForbidden    = errors.New("wire: forbidden for a read_only token")
+	ErrInternal     = errors.New("wire: internal server error")
 )
 
 var codeErrs = map[Code]error{
@@ -52,6 +56,8 @@ var codeErrs = map[Code]error{
 	CodeTooLarge:     ErrFrameTooLarge,
 	CodeShutdown:     ErrShutdown,
 	CodeBusy:         ErrBusy,
+	CodeUnauthorized: ErrUnauthorized,
+	CodeForbidden:    ErrForbidden,
 	CodeInternal:     ErrInternal,
 	CodeClosed:       ledger.ErrClosed,
 	CodeFailed:       ledger.ErrFailed,
@@ -76,6 +82,7 @@ var errCodes = []struct {
 }{
 	{ErrMalformed, CodeMalformed}, {ErrUnknownType, CodeUnknownType},
 	{ErrFrameTooLarge, CodeTooLarge}, {ErrShutdown, CodeShutdown}, {ErrBusy, CodeBusy},
+	{ErrUnauthorized, CodeUnauthorized}, {ErrForbidden, CodeForbidden},
 	{ledger.ErrClosed, CodeClosed}, {ledger.ErrFailed, CodeFailed},
 	{ledger.ErrNilOp, CodeNilOp}, {ledger.ErrZeroAmount, CodeZeroAmount},
 	{ledger.ErrAmountRange, CodeAmountRange}, {ledger.ErrAccountRange, CodeAccountRange},
@@ -83,6 +90,24 @@ var errCodes = []struct {
 	{ledger.ErrTooManyLegs, CodeTooManyLegs}, {ledger.ErrFlags, CodeFlags},
 	{ledger.ErrBatchSize, CodeBatchSize}, {ledger.ErrLevel, CodeLevel},
 	{ledger.ErrNotFound, CodeNotFound},
+}
+
+var codeNames = map[Code]string{
+	CodeMalformed: "malformed", CodeUnknownType: "unknown_type", CodeTooLarge: "too_large",
+	CodeShutdown: "shutdown", CodeBusy: "busy", CodeUnauthorized: "unauthorized", CodeForbidden: "forbidden",
+	CodeInternal: "internal", CodeClosed: "closed", CodeFailed: "failed", CodeNilOp: "nil_op",
+	CodeZeroAmount: "zero_amount", CodeAmountRange: "amount_range", CodeAccountRange: "account_range",
+	CodeSameAccount: "same_account", CodeNoLegs: "no_legs", CodeTooManyLegs: "too_many_legs",
+	CodeFlags: "flags", CodeBatchSize: "batch_size", CodeLevel: "level", CodeNotFound: "not_found",
+}
+
+// String returns the code's snake_case name (as metric labels spell it),
+// or "code_N" for a code this version does not know.
+func (c Code) String() string {
+	if s, ok := codeNames[c]; ok {
+		return s
+	}
+	return fmt.Sprintf("code_%d", uint16(c))
 }
 
 // IsInput reports whether c is one of the codes of a ledger.InputError.

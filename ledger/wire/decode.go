@@ -3,22 +3,26 @@ package wire
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math"
+	"sync"
 
 	"github.com/lanework/lanework/ledger"
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // Request is a decoded request body. Which fields are set depends on the
 // type: Submit (Level, Ops), SubmitWait (Level, Op), Wait (Tx, Level),
-// Balance (Account), Status and Result (Tx); Ping, Indexes and Snapshot
-// have none.
+// Balance (Account), Status and Result (Tx), Hello (Token); Ping, Indexes
+// and Snapshot have none.
 type Request struct {
 	Level   ledger.Level
 	Ops     []ledger.Op // valid until the Decoder's next call; see Decoder
 	Op      ledger.Op   // owned by the caller
 	Tx      ledger.TxID
 	Account uint64
+	Token   []byte // valid until the Decoder's next call
 }
 
 // Decoder decodes message bodies. It is not safe for concurrent use. To
@@ -30,15 +34,39 @@ type Decoder struct {
 	r   bytes.Reader
 	dec *msgpack.Decoder
 
+	*opArena
+	own opArena // the arena of small batches, kept
+	tok []byte
+}
+
+// opArena holds a batch's ops. Batches of up to smallBatch ops use the
+// Decoder's own; a larger batch borrows one from arenas, which Release
+// gives back, so an idle connection keeps no batch memory.
+type opArena struct {
 	ops  []ledger.Op
 	deps []ledger.Deposit
 	wds  []ledger.Withdrawal
 	trs  []ledger.Transfer
 }
 
+const smallBatch = 64
+
+var arenas = sync.Pool{New: func() any { return new(opArena) }}
+
+// Release gives back a large batch's buffers: the ops of the last Request
+// must not be used after. The server calls it once the batch is submitted.
+func (d *Decoder) Release() {
+	if d.opArena != &d.own {
+		*d.opArena = opArena{ops: d.ops[:0], deps: d.deps[:0], wds: d.wds[:0], trs: d.trs[:0]}
+		arenas.Put(d.opArena)
+		d.opArena = &d.own
+	}
+}
+
 // NewDecoder returns a Decoder.
 func NewDecoder() *Decoder {
 	d := &Decoder{}
+	d.opArena = &d.own
 	d.dec = msgpack.NewDecoder(&d.r)
 	return d
 }
@@ -48,12 +76,14 @@ func malformed(format string, args ...any) error {
 }
 
 func (d *Decoder) reset(body []byte) {
+	d.Release()
 	d.r.Reset(body)
 	d.dec.ResetReader(&d.r)
 }
 
 // open reads the body's array header and checks it has at least min
 // fields; it returns the number of extra fields, which finish skips.
+// Responses use it: a newer server may append fields.
 func (d *Decoder) open(min int) (int, error) {
 	if d.r.Len() == 0 && min == 0 {
 		return 0, nil // an empty body stands for []
@@ -66,6 +96,22 @@ func (d *Decoder) open(min int) (int, error) {
 		return 0, malformed("body has %d fields, want %d", n, min)
 	}
 	return n - min, nil
+}
+
+// openExact reads a request body's array header, which must have exactly
+// n fields: a request is refused rather than partly understood.
+func (d *Decoder) openExact(n int) error {
+	if d.r.Len() == 0 && n == 0 {
+		return nil // an empty body stands for []
+	}
+	got, err := d.arrayLen()
+	if err != nil {
+		return err
+	}
+	if got != n {
+		return malformed("body has %d fields, want %d", got, n)
+	}
+	return nil
 }
 
 // finish skips extra fields (sent by a newer peer) and refuses trailing
@@ -98,6 +144,7 @@ func (d *Decoder) arrayLen() (int, error) {
 	return n, nil
 }
 
+// u reads a response's unsigned field (lenient, as msgpack casts).
 func (d *Decoder) u() (uint64, error) {
 	v, err := d.dec.DecodeUint64()
 	if err != nil {
@@ -106,6 +153,7 @@ func (d *Decoder) u() (uint64, error) {
 	return v, nil
 }
 
+// i reads a response's signed field.
 func (d *Decoder) i() (int64, error) {
 	v, err := d.dec.DecodeInt64()
 	if err != nil {
@@ -114,18 +162,7 @@ func (d *Decoder) i() (int64, error) {
 	return v, nil
 }
 
-func (d *Decoder) level() (ledger.Level, error) {
-	v, err := d.u()
-	if err != nil {
-		return 0, err
-	}
-	if v > math.MaxUint8 {
-		return 0, malformed("level %d", v)
-	}
-	return ledger.Level(v), nil
-}
-
-// uints reads n unsigned fields into dst.
+// uints reads response fields into dst.
 func (d *Decoder) uints(dst ...*uint64) error {
 	for _, p := range dst {
 		v, err := d.u()
@@ -137,139 +174,6 @@ func (d *Decoder) uints(dst ...*uint64) error {
 	return nil
 }
 
-// Request decodes the body of a request of type t into req (which it
-// resets). It fails with an error wrapping ErrMalformed, or ErrUnknownType.
-func (d *Decoder) Request(t Type, body []byte, req *Request) error {
-	d.reset(body)
-	*req = Request{}
-	var extra int
-	var err error
-	switch t {
-	case TypePing, TypeIndexes, TypeSnapshot:
-		extra, err = d.open(0)
-	case TypeSubmit:
-		if extra, err = d.open(2); err == nil {
-			if req.Level, err = d.level(); err == nil {
-				req.Ops, err = d.opList()
-			}
-		}
-	case TypeSubmitWait:
-		if extra, err = d.open(2); err == nil {
-			if req.Level, err = d.level(); err == nil {
-				req.Op, err = d.op(false)
-			}
-		}
-	case TypeWait:
-		var tx uint64
-		if extra, err = d.open(2); err == nil {
-			if err = d.uints(&tx); err == nil {
-				req.Tx = ledger.TxID(tx)
-				req.Level, err = d.level()
-			}
-		}
-	case TypeBalance:
-		if extra, err = d.open(1); err == nil {
-			err = d.uints(&req.Account)
-		}
-	case TypeStatus, TypeResult:
-		var tx uint64
-		if extra, err = d.open(1); err == nil {
-			err = d.uints(&tx)
-			req.Tx = ledger.TxID(tx)
-		}
-	default:
-		return fmt.Errorf("%w: %v", ErrUnknownType, t)
-	}
-	if err != nil {
-		return err
-	}
-	return d.finish(extra)
-}
-
-func (d *Decoder) opList() ([]ledger.Op, error) {
-	n, err := d.arrayLen()
-	if err != nil {
-		return nil, err
-	}
-	if n > MaxOps {
-		return nil, malformed("%d ops above %d", n, MaxOps)
-	}
-	d.ops = d.ops[:0]
-	d.deps, d.wds, d.trs = d.deps[:0], d.wds[:0], d.trs[:0]
-	for range n {
-		op, err := d.op(true)
-		if err != nil {
-			return nil, err
-		}
-		d.ops = append(d.ops, op)
-	}
-	return d.ops, nil
-}
-
-// op decodes [kind, ...]. With arena, simple ops point into the Decoder's
-// buffers; otherwise they are values. A msgpack nil decodes as a nil Op.
-func (d *Decoder) op(arena bool) (ledger.Op, error) {
-	n, err := d.dec.DecodeArrayLen()
-	if err != nil {
-		return nil, malformed("op: %v", err)
-	}
-	if n < 0 {
-		return nil, nil
-	}
-	if n == 0 {
-		return nil, malformed("op: empty")
-	}
-	k, err := d.u()
-	if err != nil {
-		return nil, err
-	}
-	want := 4
-	if ledger.Kind(k) == ledger.KindTransfer {
-		want = 5
-	}
-	if n < want {
-		return nil, malformed("op %v has %d fields, want %d", ledger.Kind(k), n, want)
-	}
-	var op ledger.Op
-	switch ledger.Kind(k) {
-	case ledger.KindDeposit:
-		var o ledger.Deposit
-		err = d.uints(&o.Account, &o.Amount, &o.UserRef)
-		if arena {
-			d.deps = append(d.deps, o)
-			op = &d.deps[len(d.deps)-1]
-		} else {
-			op = o
-		}
-	case ledger.KindWithdrawal:
-		var o ledger.Withdrawal
-		err = d.uints(&o.Account, &o.Amount, &o.UserRef)
-		if arena {
-			d.wds = append(d.wds, o)
-			op = &d.wds[len(d.wds)-1]
-		} else {
-			op = o
-		}
-	case ledger.KindTransfer:
-		var o ledger.Transfer
-		err = d.uints(&o.From, &o.To, &o.Amount, &o.UserRef)
-		if arena {
-			d.trs = append(d.trs, o)
-			op = &d.trs[len(d.trs)-1]
-		} else {
-			op = o
-		}
-	case ledger.KindComposite:
-		op, err = d.composite()
-	default:
-		return nil, malformed("op kind %d", k)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return op, d.finishOp(n - want)
-}
-
 func (d *Decoder) finishOp(extra int) error {
 	for ; extra > 0; extra-- {
 		if err := d.dec.Skip(); err != nil {
@@ -279,38 +183,340 @@ func (d *Decoder) finishOp(extra int) error {
 	return nil
 }
 
-func (d *Decoder) composite() (ledger.Op, error) {
-	var flags, ref uint64
-	if err := d.uints(&flags, &ref); err != nil {
-		return nil, err
+// token reads a hello's token: a string or binary of 1 to MaxToken bytes.
+func (d *Decoder) token() ([]byte, error) {
+	c, err := d.dec.PeekCode()
+	if err != nil {
+		return nil, malformed("token: missing")
 	}
-	if flags > math.MaxUint8 {
-		return nil, malformed("composite flags %d", flags)
+	if !msgpcode.IsString(c) && !msgpcode.IsBin(c) {
+		return nil, malformed("token: want a string, got %s", codeName(c))
+	}
+	n, err := d.dec.DecodeBytesLen()
+	if err != nil {
+		return nil, malformed("token: %v", err)
+	}
+	if n < 1 || n > MaxToken || n > d.r.Len() {
+		return nil, malformed("token: length %d out of [1, %d]", n, MaxToken)
+	}
+	if cap(d.tok) < n {
+		d.tok = make([]byte, MaxToken)
+	}
+	d.tok = d.tok[:n]
+	if _, err := io.ReadFull(&d.r, d.tok); err != nil {
+		return nil, malformed("token: %v", err)
+	}
+	return d.tok, nil
+}
+
+// uintOf reads a request's unsigned field strictly: any msgpack integer
+// encoding of a value in [0, 2^64), nothing else (rule 2 of oprule.go).
+// The problem is returned as a short text for the caller to name the
+// field with; "" means ok.
+func (d *Decoder) uintOf() (uint64, string) {
+	c, err := d.dec.PeekCode()
+	if err != nil {
+		return 0, "missing"
+	}
+	switch {
+	case c <= msgpcode.PosFixedNumHigh || (c >= msgpcode.Uint8 && c <= msgpcode.Uint64):
+		v, err := d.dec.DecodeUint64()
+		if err != nil {
+			return 0, "truncated integer"
+		}
+		return v, ""
+	case c >= msgpcode.NegFixedNumLow || (c >= msgpcode.Int8 && c <= msgpcode.Int64):
+		v, err := d.dec.DecodeInt64()
+		if err != nil {
+			return 0, "truncated integer"
+		}
+		if v < 0 {
+			return 0, "negative, want an unsigned integer"
+		}
+		return uint64(v), ""
+	}
+	return 0, "want an unsigned integer, got " + codeName(c)
+}
+
+// intOf reads a request's signed field strictly: any msgpack integer
+// encoding of a value in the int64 range.
+func (d *Decoder) intOf() (int64, string) {
+	c, err := d.dec.PeekCode()
+	if err != nil {
+		return 0, "missing"
+	}
+	switch {
+	case c == msgpcode.Uint64:
+		v, err := d.dec.DecodeUint64()
+		if err != nil {
+			return 0, "truncated integer"
+		}
+		if v > math.MaxInt64 {
+			return 0, fmt.Sprintf("%d out of the int64 range", v)
+		}
+		return int64(v), ""
+	case msgpcode.IsFixedNum(c) || (c >= msgpcode.Uint8 && c <= msgpcode.Int64):
+		v, err := d.dec.DecodeInt64()
+		if err != nil {
+			return 0, "truncated integer"
+		}
+		return v, ""
+	}
+	return 0, "want an integer, got " + codeName(c)
+}
+
+// codeName names the msgpack type that starts with code c.
+func codeName(c byte) string {
+	switch {
+	case c == msgpcode.Nil:
+		return "nil"
+	case c == msgpcode.True || c == msgpcode.False:
+		return "a boolean"
+	case c == msgpcode.Float || c == msgpcode.Double:
+		return "a float"
+	case msgpcode.IsString(c):
+		return "a string"
+	case msgpcode.IsBin(c):
+		return "binary"
+	case msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32:
+		return "an array"
+	case msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32:
+		return "a map"
+	}
+	return fmt.Sprintf("an extension (0x%02x)", c)
+}
+
+// field reads a request body's unsigned field name.
+func (d *Decoder) field(name string) (uint64, error) {
+	v, p := d.uintOf()
+	if p != "" {
+		return 0, malformed("%s: %s", name, p)
+	}
+	return v, nil
+}
+
+func (d *Decoder) level() (ledger.Level, error) {
+	v, err := d.field("level")
+	if err != nil {
+		return 0, err
+	}
+	if v > math.MaxUint8 {
+		return 0, malformed("level: %d out of range", v)
+	}
+	return ledger.Level(v), nil
+}
+
+// Request decodes the body of a request of type t into req (which it
+// resets). Each type has exactly its fields (see TypePing ...), and ops
+// follow the rule of oprule.go. It fails with an error wrapping
+// ErrMalformed that names the field, or ErrUnknownType.
+func (d *Decoder) Request(t Type, body []byte, req *Request) error {
+	d.reset(body)
+	*req = Request{}
+	var err error
+	switch t {
+	case TypePing, TypeIndexes, TypeSnapshot:
+		err = d.openExact(0)
+	case TypeSubmit:
+		if err = d.openExact(2); err == nil {
+			if req.Level, err = d.level(); err == nil {
+				req.Ops, err = d.opList()
+			}
+		}
+	case TypeSubmitWait:
+		if err = d.openExact(2); err == nil {
+			if req.Level, err = d.level(); err == nil {
+				req.Op, err = d.op(-1)
+			}
+		}
+	case TypeWait:
+		var tx uint64
+		if err = d.openExact(2); err == nil {
+			if tx, err = d.field("tx"); err == nil {
+				req.Tx = ledger.TxID(tx)
+				req.Level, err = d.level()
+			}
+		}
+	case TypeBalance:
+		if err = d.openExact(1); err == nil {
+			req.Account, err = d.field("account")
+		}
+	case TypeStatus, TypeResult:
+		var tx uint64
+		if err = d.openExact(1); err == nil {
+			tx, err = d.field("tx")
+			req.Tx = ledger.TxID(tx)
+		}
+	case TypeHello:
+		if err = d.openExact(1); err == nil {
+			req.Token, err = d.token()
+		}
+	default:
+		return fmt.Errorf("%w: %v", ErrUnknownType, t)
+	}
+	if err != nil {
+		return err
+	}
+	return d.finish(0)
+}
+
+func (d *Decoder) opList() ([]ledger.Op, error) {
+	c, _ := d.dec.PeekCode()
+	if c == msgpcode.Nil {
+		return nil, malformed("ops: nil, want an array")
 	}
 	n, err := d.arrayLen()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ops: %w", err)
 	}
-	legs := make([]ledger.Leg, n)
-	for i := range legs {
-		m, err := d.arrayLen()
+	if n > MaxOps {
+		return nil, malformed("ops: %d above %d", n, MaxOps)
+	}
+	if n == 0 {
+		return nil, nil // refused by the server as ledger.ErrBatchSize
+	}
+	if n > smallBatch {
+		d.opArena = arenas.Get().(*opArena)
+	}
+	d.ops = d.ops[:0]
+	d.deps, d.wds, d.trs = d.deps[:0], d.wds[:0], d.trs[:0]
+	for i := range n {
+		op, err := d.op(i)
+		if err != nil {
+			return nil, &ledger.InputError{Index: i, Err: err}
+		}
+		d.ops = append(d.ops, op)
+	}
+	return d.ops, nil
+}
+
+// op decodes op idx (-1: the single op of a submit_wait) from
+// [kind, fields...]. In a batch (idx >= 0) simple ops point into the
+// Decoder's buffers; otherwise they are values.
+func (d *Decoder) op(idx int) (ledger.Op, error) {
+	if c, err := d.dec.PeekCode(); err != nil || !(msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32) {
+		what := "missing"
+		if err == nil {
+			what = codeName(c)
+		}
+		return nil, malformed("%s: %s, want an array [kind, fields...]", OpPath(idx), what)
+	}
+	n, err := d.arrayLen()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", OpPath(idx), err)
+	}
+	if n == 0 {
+		return nil, FieldError(idx, 0, "kind", "missing")
+	}
+	k, p := d.uintOf()
+	if p != "" {
+		return nil, FieldError(idx, 0, "kind", "%s", p)
+	}
+	kind := ledger.Kind(k)
+	if k > math.MaxUint8 || kind < ledger.KindDeposit || kind > ledger.KindComposite {
+		return nil, FieldError(idx, 0, "kind", "unknown kind %d", k)
+	}
+	fields := msgpackFields[kind]
+	if n-1 != len(fields) {
+		return nil, FieldError(idx, kind, "kind", "%d fields, want %d: %v", n-1, len(fields), fields)
+	}
+	var v [4]uint64
+	if kind == ledger.KindComposite {
+		for i := range 2 { // flags, user_ref; legs follow
+			if v[i], p = d.uintOf(); p != "" {
+				return nil, FieldError(idx, kind, fields[i], "%s", p)
+			}
+		}
+		if v[0] > math.MaxUint8 {
+			return nil, FieldError(idx, kind, "flags", "%d out of range", v[0])
+		}
+		legs, err := d.legs(idx)
 		if err != nil {
 			return nil, err
 		}
-		if m < 2 {
-			return nil, malformed("leg has %d fields, want 2", m)
-		}
-		if legs[i].Account, err = d.u(); err != nil {
-			return nil, err
-		}
-		if legs[i].Delta, err = d.i(); err != nil {
-			return nil, err
-		}
-		if err := d.finishOp(m - 2); err != nil {
-			return nil, err
+		op := ledger.Composite{Legs: legs, Flags: ledger.CompositeFlags(v[0]), UserRef: v[1]}
+		return op, CheckSystemAccount(idx, op)
+	}
+	for i := range fields {
+		if v[i], p = d.uintOf(); p != "" {
+			return nil, FieldError(idx, kind, fields[i], "%s", p)
 		}
 	}
-	return ledger.Composite{Legs: legs, Flags: ledger.CompositeFlags(flags), UserRef: ref}, nil
+	arena := idx >= 0
+	switch kind {
+	case ledger.KindDeposit:
+		o := ledger.Deposit{Account: v[0], Amount: v[1], UserRef: v[2]}
+		if !arena {
+			return o, nil
+		}
+		d.deps = append(d.deps, o)
+		return &d.deps[len(d.deps)-1], nil
+	case ledger.KindWithdrawal:
+		o := ledger.Withdrawal{Account: v[0], Amount: v[1], UserRef: v[2]}
+		if !arena {
+			return o, nil
+		}
+		d.wds = append(d.wds, o)
+		return &d.wds[len(d.wds)-1], nil
+	default: // transfer
+		o := ledger.Transfer{From: v[0], To: v[1], Amount: v[2], UserRef: v[3]}
+		if err := checkTransfer(idx, &o); err != nil {
+			return nil, err
+		}
+		if !arena {
+			return o, nil
+		}
+		d.trs = append(d.trs, o)
+		return &d.trs[len(d.trs)-1], nil
+	}
+}
+
+// msgpackFields names the fields after the kind, in order.
+var msgpackFields = [...][]string{
+	ledger.KindDeposit:    {"account", "amount", "user_ref"},
+	ledger.KindWithdrawal: {"account", "amount", "user_ref"},
+	ledger.KindTransfer:   {"from", "to", "amount", "user_ref"},
+	ledger.KindComposite:  {"flags", "user_ref", "legs"},
+}
+
+// legs decodes a composite's [[account, delta]...]. They are freshly
+// allocated: the ledger keeps them.
+func (d *Decoder) legs(idx int) ([]ledger.Leg, error) {
+	const kind = ledger.KindComposite
+	c, err := d.dec.PeekCode()
+	if err != nil || !(msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32) {
+		what := "missing"
+		if err == nil {
+			what = codeName(c)
+		}
+		return nil, FieldError(idx, kind, "legs", "%s, want an array", what)
+	}
+	n, err := d.arrayLen()
+	if err != nil {
+		return nil, FieldError(idx, kind, "legs", "%v", err)
+	}
+	legs := make([]ledger.Leg, n)
+	for i := range legs {
+		c, err := d.dec.PeekCode()
+		if err != nil || !msgpcode.IsFixedArray(c) {
+			what := "missing"
+			if err == nil {
+				what = codeName(c)
+			}
+			return nil, FieldError(idx, kind, fmt.Sprintf("legs[%d]", i), "%s, want [account, delta]", what)
+		}
+		if m, _ := d.dec.DecodeArrayLen(); m != 2 {
+			return nil, FieldError(idx, kind, fmt.Sprintf("legs[%d]", i), "%d fields, want 2: [account delta]", m)
+		}
+		var p string
+		if legs[i].Account, p = d.uintOf(); p != "" {
+			return nil, FieldError(idx, kind, fmt.Sprintf("legs[%d].account", i), "%s", p)
+		}
+		if legs[i].Delta, p = d.intOf(); p != "" {
+			return nil, FieldError(idx, kind, fmt.Sprintf("legs[%d].delta", i), "%s", p)
+		}
+	}
+	return legs, nil
 }
 
 // Empty decodes a body that carries no fields (Pong, Waited).
@@ -444,6 +650,20 @@ func (d *Decoder) SnapshotTaken(body []byte) (ledger.TxID, error) {
 		return 0, err
 	}
 	return ledger.TxID(tx), d.finish(extra)
+}
+
+// Welcome decodes a TypeWelcome body: the scope the token grants.
+func (d *Decoder) Welcome(body []byte) (string, error) {
+	d.reset(body)
+	extra, err := d.open(1)
+	if err != nil {
+		return "", err
+	}
+	s, err := d.dec.DecodeString()
+	if err != nil {
+		return "", malformed("scope: %v", err)
+	}
+	return s, d.finish(extra)
 }
 
 // Error decodes a TypeError body.

@@ -7,6 +7,11 @@
 // message type, an 8-byte big-endian request id and a msgpack body. Every
 // body is one msgpack array whose elements are positional fields. A response
 // carries the id of its request and the request's type with the high bit set
-// (or TypeError). Requests on one connection may be pipelined: a client sends
+// (TypeResult, which shares TypeResultIs with TypeSubmitWait, excepted), or
+// TypeError. Requests on one connection may be pipelined: a client sends
 // many before reading, and responses may arrive in any order.
+//
+// Requests are decoded strictly, under one op rule shared with the server's
+// JSON API (see oprule.go): exactly the fields of each type, each of its
+// msgpack type and range; nothing is cast or defaulted.
 package wire

@@ -120,6 +120,21 @@ func (e *Encoder) Indexes(id uint64) int { e.begin(TypeIndexes, id, 0); return e
 // once it is durable.
 func (e *Encoder) Snapshot(id uint64) int { e.begin(TypeSnapshot, id, 0); return e.end() }
 
+// Hello appends a TypeHello request: the connection's bearer token, sent
+// first on a server that has tokens.
+func (e *Encoder) Hello(id uint64, token string) int {
+	e.begin(TypeHello, id, 1)
+	_ = e.enc.EncodeString(token)
+	return e.end()
+}
+
+// Welcome appends a TypeWelcome response naming what the token grants.
+func (e *Encoder) Welcome(id uint64, scope string) int {
+	e.begin(TypeWelcome, id, 1)
+	_ = e.enc.EncodeString(scope)
+	return e.end()
+}
+
 // Raw appends a frame of type t whose body is the given bytes, verbatim
 // (tests use it to send malformed bodies).
 func (e *Encoder) Raw(t Type, id uint64, body []byte) int {

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/lanework/lanework/ledger"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // frames splits the encoder's output back into frames.
@@ -44,7 +47,6 @@ func TestRequestRoundTrip(t *testing.T) {
 		&ledger.Withdrawal{Account: 2, Amount: 1 << 40},
 		ledger.Transfer{From: 1, To: 2, Amount: 5, UserRef: 1<<64 - 1},
 		ledger.Composite{Legs: []ledger.Leg{{Account: 1, Delta: -3}, {Account: 2, Delta: 3}}, Flags: ledger.NoNegative, UserRef: 9},
-		nil,
 	}
 	e := NewEncoder()
 	e.Ping(1)
@@ -64,7 +66,7 @@ func TestRequestRoundTrip(t *testing.T) {
 		{},
 		{Level: ledger.Committed, Ops: []ledger.Op{
 			&ledger.Deposit{Account: 1, Amount: 100, UserRef: 7}, &ledger.Withdrawal{Account: 2, Amount: 1 << 40},
-			&ledger.Transfer{From: 1, To: 2, Amount: 5, UserRef: 1<<64 - 1}, ops[3], nil}},
+			&ledger.Transfer{From: 1, To: 2, Amount: 5, UserRef: 1<<64 - 1}, ops[3]}},
 		{Level: ledger.Snapshot, Op: ops[2]},
 		{Tx: 99, Level: ledger.Computed},
 		{Account: 42},
@@ -165,25 +167,138 @@ func TestMalformedBodies(t *testing.T) {
 	}{
 		{"not an array", TypeBalance, []byte{0x05}},
 		{"too few fields", TypeWait, []byte{0x91, 0x01}},
+		{"extra field", TypeBalance, []byte{0x92, 0x07, 0xa1, 'x'}},
 		{"truncated uint", TypeBalance, []byte{0x91, 0xcf, 0x00}},
 		{"string for uint", TypeBalance, []byte{0x91, 0xa1, 'x'}},
+		{"nil for uint", TypeBalance, []byte{0x91, 0xc0}},
+		{"negative account", TypeBalance, []byte{0x91, 0xff}},
 		{"trailing bytes", TypeBalance, []byte{0x91, 0x01, 0x02}},
 		{"huge op array", TypeSubmit, []byte{0x92, 0x00, 0xdd, 0xff, 0xff, 0xff, 0xff}},
-		{"unknown kind", TypeSubmit, []byte{0x92, 0x00, 0x91, 0x94, 0x09, 0x01, 0x01, 0x00}},
-		{"short op", TypeSubmit, []byte{0x92, 0x00, 0x91, 0x93, 0x03, 0x01, 0x02}},
-		{"empty op", TypeSubmitWait, []byte{0x92, 0x00, 0x90}},
 		{"level too big", TypeSubmitWait, []byte{0x92, 0xcd, 0x01, 0x00, 0xc0}},
 		{"nil ops", TypeSubmit, []byte{0x92, 0x00, 0xc0}},
 		{"empty body", TypeBalance, nil},
+		{"hello without token", TypeHello, []byte{0x91, 0xa0}},
+		{"hello nil token", TypeHello, []byte{0x91, 0xc0}},
 	}
 	for _, c := range cases {
 		err := d.Request(c.t, c.body, &req)
 		assert.ErrorIs(t, err, ErrMalformed, c.name)
 	}
 	assert.ErrorIs(t, d.Request(Type(0x42), nil, &req), ErrUnknownType)
-	// extra fields from a newer peer are skipped
-	require.NoError(t, d.Request(TypeBalance, []byte{0x92, 0x07, 0xa1, 'x'}, &req))
-	assert.Equal(t, uint64(7), req.Account)
+}
+
+// opBody encodes a submit_wait body [level, op] whose op is the msgpack
+// value built by f, and a submit body [level, [op]] holding the same op.
+func opBodies(f func(e *msgpack.Encoder)) (wait, batch []byte) {
+	var a, b bytes.Buffer
+	ea, eb := msgpack.NewEncoder(&a), msgpack.NewEncoder(&b)
+	_ = ea.EncodeArrayLen(2)
+	_ = ea.EncodeUint(uint64(ledger.Committed))
+	f(ea)
+	_ = eb.EncodeArrayLen(2)
+	_ = eb.EncodeUint(uint64(ledger.Committed))
+	_ = eb.EncodeArrayLen(1)
+	f(eb)
+	return a.Bytes(), b.Bytes()
+}
+
+// vals encodes an array of values: uint64 and int64 as integers, nil, string
+// and float64 as themselves, []any as a nested array.
+func vals(vs ...any) func(e *msgpack.Encoder) {
+	return func(e *msgpack.Encoder) {
+		_ = e.EncodeArrayLen(len(vs))
+		for _, v := range vs {
+			switch v := v.(type) {
+			case []any:
+				vals(v...)(e)
+			default:
+				_ = e.Encode(v)
+			}
+		}
+	}
+}
+
+// TestMalformedOps is the msgpack half of the op rule (oprule.go): each
+// malformed op is refused as malformed, naming its field, both as the op
+// of a submit_wait ("op.") and inside a batch ("ops[0].").
+func TestMalformedOps(t *testing.T) {
+	const (
+		dep = uint64(ledger.KindDeposit)
+		wd  = uint64(ledger.KindWithdrawal)
+		tr  = uint64(ledger.KindTransfer)
+		cp  = uint64(ledger.KindComposite)
+	)
+	leg := func(a any, d any) []any { return []any{a, d} }
+	cases := []struct {
+		name  string
+		op    func(*msgpack.Encoder)
+		field string
+	}{
+		{"nil op", func(e *msgpack.Encoder) { _ = e.EncodeNil() }, "op"},
+		{"op not an array", func(e *msgpack.Encoder) { _ = e.EncodeUint(1) }, "op"},
+		{"empty op", vals(), "kind"},
+		{"nil kind", vals(nil, uint64(1), uint64(1), uint64(0)), "kind"},
+		{"unknown kind", vals(uint64(9), uint64(1), uint64(1), uint64(0)), "kind"},
+		{"kind 0", vals(uint64(0), uint64(1), uint64(1), uint64(0)), "kind"},
+		{"transfer without to", vals(tr, uint64(11), uint64(40), uint64(0)), "kind"},
+		{"deposit with a transfer's fields", vals(dep, uint64(1), uint64(2), uint64(3), uint64(0)), "kind"},
+		{"deposit short", vals(dep, uint64(1), uint64(2)), "kind"},
+		{"nil account", vals(dep, nil, uint64(2), uint64(0)), "account"},
+		{"string amount", vals(dep, uint64(1), "5", uint64(0)), "amount"},
+		{"float amount", vals(wd, uint64(1), 5.0, uint64(0)), "amount"},
+		{"negative amount", vals(wd, uint64(1), int64(-5), uint64(0)), "amount"},
+		{"bool user_ref", vals(wd, uint64(1), uint64(5), true), "user_ref"},
+		{"nil to", vals(tr, uint64(1), nil, uint64(5), uint64(0)), "to"},
+		{"transfer to the system account", vals(tr, uint64(1), uint64(0), uint64(5), uint64(0)), "to"},
+		{"transfer from the system account", vals(tr, uint64(0), uint64(1), uint64(5), uint64(0)), "from"},
+		{"composite flags nil", vals(cp, nil, uint64(0), []any{leg(uint64(1), int64(-1)), leg(uint64(2), int64(1))}), "flags"},
+		{"composite flags above a byte", vals(cp, uint64(256), uint64(0), []any{leg(uint64(1), int64(-1)), leg(uint64(2), int64(1))}), "flags"},
+		{"composite legs nil", vals(cp, uint64(0), uint64(0), nil), "legs"},
+		{"composite leg delta 2^64-1", vals(cp, uint64(0), uint64(0), []any{leg(uint64(1), uint64(1<<64-1)), leg(uint64(2), int64(1))}), "legs[0].delta"},
+		{"composite leg delta nil", vals(cp, uint64(0), uint64(0), []any{leg(uint64(1), int64(-1)), leg(uint64(2), nil)}), "legs[1].delta"},
+		{"composite leg account nil", vals(cp, uint64(0), uint64(0), []any{leg(nil, int64(-1)), leg(uint64(2), int64(1))}), "legs[0].account"},
+		{"composite leg on the system account", vals(cp, uint64(0), uint64(0), []any{leg(uint64(0), int64(-1)), leg(uint64(2), int64(1))}), "legs[0].account"},
+		{"composite leg with 3 fields", vals(cp, uint64(0), uint64(0), []any{[]any{uint64(1), int64(-1), uint64(0)}, leg(uint64(2), int64(1))}), "legs[0]"},
+		{"composite leg not an array", vals(cp, uint64(0), uint64(0), []any{uint64(1)}), "legs[0]"},
+		{"composite with 4 fields", vals(cp, uint64(0), uint64(0), []any{leg(uint64(1), int64(-1)), leg(uint64(2), int64(1))}, uint64(0)), "kind"},
+	}
+	d := NewDecoder()
+	for _, c := range cases {
+		wait, batch := opBodies(c.op)
+		var req Request
+		err := d.Request(TypeSubmitWait, wait, &req)
+		require.ErrorIs(t, err, ErrMalformed, c.name)
+		want := "op." + c.field
+		if c.field == "op" {
+			want = "op:"
+		}
+		assert.Contains(t, err.Error(), want, c.name)
+		err = d.Request(TypeSubmit, batch, &req)
+		require.ErrorIs(t, err, ErrMalformed, c.name)
+		var ie *ledger.InputError
+		require.ErrorAs(t, err, &ie, c.name)
+		assert.Equal(t, 0, ie.Index, c.name)
+		assert.Contains(t, err.Error(), "ops[0]"+strings.TrimPrefix(want, "op"), c.name)
+		we := AsError(err)
+		assert.Equal(t, CodeMalformed, we.Code, c.name)
+	}
+}
+
+// TestStrictIntegers: any msgpack integer encoding of an in-range value is
+// accepted (other encoders pick int64 for positive values), and decodes to
+// the same op.
+func TestStrictIntegers(t *testing.T) {
+	d := NewDecoder()
+	var req Request
+	wait, _ := opBodies(vals(uint64(ledger.KindComposite), int64(1), int64(7),
+		[]any{[]any{int64(1), uint64(5)}, []any{uint64(2), int64(-5)}}))
+	require.NoError(t, d.Request(TypeSubmitWait, wait, &req))
+	assert.Equal(t, ledger.Composite{Legs: []ledger.Leg{{Account: 1, Delta: 5}, {Account: 2, Delta: -5}},
+		Flags: ledger.NoNegative, UserRef: 7}, req.Op)
+	wait, _ = opBodies(vals(uint64(ledger.KindComposite), uint64(0), uint64(0),
+		[]any{[]any{uint64(1), uint64(1<<63 - 1)}, []any{uint64(2), int64(-1 << 63)}}))
+	require.NoError(t, d.Request(TypeSubmitWait, wait, &req))
+	assert.Equal(t, int64(1<<63-1), req.Op.(ledger.Composite).Legs[0].Delta)
 }
 
 func TestFrameReaderLimits(t *testing.T) {
@@ -228,26 +343,77 @@ func TestTypeNames(t *testing.T) {
 	assert.True(t, TypeSnapshot.IsRequest())
 	assert.Equal(t, "snapshot", TypeSnapshot.String())
 	assert.Equal(t, "snapshot_taken", TypeSnapshotTaken.String())
-	assert.False(t, Type(0x0a).IsRequest())
+	assert.True(t, TypeHello.IsRequest())
+	assert.Equal(t, "welcome", TypeWelcome.String())
+	assert.False(t, Type(0x0b).IsRequest())
 	assert.False(t, TypePong.IsRequest())
 }
 
-// FuzzRequest checks that no body panics the decoder.
+// FuzzRequest checks that no body panics the decoder, and that a request
+// it accepts re-encodes to a body that decodes to the same request: the
+// decoder drops, casts and defaults nothing.
 func FuzzRequest(f *testing.F) {
 	e := NewEncoder()
 	e.Submit(1, ledger.Committed, []ledger.Op{ledger.Transfer{From: 1, To: 2, Amount: 3},
-		ledger.Composite{Legs: []ledger.Leg{{Account: 1, Delta: 1}}}})
+		ledger.Composite{Legs: []ledger.Leg{{Account: 1, Delta: 1}}}, ledger.Deposit{Account: 3, Amount: 4, UserRef: 5}})
 	f.Add(byte(TypeSubmit), e.Bytes()[LenSize+HeaderSize:])
+	e = NewEncoder()
+	e.SubmitWait(1, ledger.Computed, ledger.Withdrawal{Account: 3, Amount: 4, UserRef: 5})
+	f.Add(byte(TypeSubmitWait), e.Bytes()[LenSize+HeaderSize:])
 	f.Add(byte(TypeBalance), []byte{0x91, 0x01})
-	d := NewDecoder()
+	f.Add(byte(TypeHello), []byte{0x91, 0xa3, 'a', 'b', 'c'})
+	d, d2 := NewDecoder(), NewDecoder()
 	f.Fuzz(func(t *testing.T, typ byte, body []byte) {
 		var req Request
-		_ = d.Request(Type(typ), body, &req)
+		err := d.Request(Type(typ), body, &req)
+		if err == nil {
+			again := reencode(t, Type(typ), &req)
+			var req2 Request
+			if err := d2.Request(Type(typ), again, &req2); err != nil {
+				t.Fatalf("re-encoded %x refused: %v", again, err)
+			}
+			if !reflect.DeepEqual(req, req2) {
+				t.Fatalf("%+v re-encoded as %+v", req, req2)
+			}
+		} else if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknownType) {
+			t.Fatalf("error of no known kind: %v", err)
+		}
 		_, _ = d.ResultIs(body)
 		_, _ = d.Error(body)
 		_, _ = d.IndexesAre(body)
 		_, _ = d.SnapshotTaken(body)
 	})
+}
+
+// reencode encodes req as a request of type t with the Encoder, and
+// returns its body.
+func reencode(t *testing.T, typ Type, req *Request) []byte {
+	e := NewEncoder()
+	switch typ {
+	case TypePing:
+		e.Ping(1)
+	case TypeSubmit:
+		e.Submit(1, req.Level, req.Ops)
+	case TypeSubmitWait:
+		e.SubmitWait(1, req.Level, req.Op)
+	case TypeWait:
+		e.Wait(1, req.Tx, req.Level)
+	case TypeBalance:
+		e.Balance(1, req.Account)
+	case TypeStatus:
+		e.Status(1, req.Tx)
+	case TypeResult:
+		e.Result(1, req.Tx)
+	case TypeIndexes:
+		e.Indexes(1)
+	case TypeSnapshot:
+		e.Snapshot(1)
+	case TypeHello:
+		e.Hello(1, string(req.Token))
+	default:
+		t.Fatalf("accepted unknown type %v", typ)
+	}
+	return e.Bytes()[LenSize+HeaderSize:]
 }
 
 func BenchmarkDecodeSubmit(b *testing.B) {

@@ -34,7 +34,7 @@ func benchCommand() *cli.Command {
 			"On a terminal, a progress bar on stderr shows the last whole interval's rate; the final table\n" +
 			"(or --json) goes to stdout. SIGINT or SIGTERM ends the run early: the report covers what ran,\n" +
 			"the temporary directory is removed, and the exit status is 130 or 143. Failed calls exit 1.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "addr", EnvVars: []string{"LEDGER_ADDR"}, Usage: "server to drive; empty: in process"},
 			&cli.StringFlag{Name: "dir", EnvVars: []string{"LEDGER_BENCH_DIR"}, Usage: "in process: ledger directory, must be new or empty (default: a temporary one)"},
 			&cli.DurationFlag{Name: "duration", Value: 10 * time.Second, EnvVars: []string{"LEDGER_BENCH_DURATION"}, Usage: "length of the run"},
@@ -49,7 +49,7 @@ func benchCommand() *cli.Command {
 			&cli.DurationFlag{Name: "progress-every", Value: time.Second, EnvVars: []string{"LEDGER_PROGRESS_EVERY"},
 				Usage: "interval of the progress bar, shown on a terminal only (0: none)"},
 			quietFlag(),
-		},
+		}, securityFlags()...),
 		Action: runBench,
 	}
 }
@@ -217,7 +217,11 @@ func benchRemote(c *cli.Context) (benchReport, error) {
 	// the report counts them; the signal only stops new ones (run).
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), c.Duration("duration")+30*time.Second)
 	defer cancel()
-	cl, err := client.Dial(ctx, c.String("addr"), client.WithConns(c.Int("conns")))
+	opts, err := clientOptions(c)
+	if err != nil {
+		return benchReport{}, err
+	}
+	cl, err := client.Dial(ctx, c.String("addr"), append(opts, client.WithConns(c.Int("conns")))...)
 	if err != nil {
 		return benchReport{}, err
 	}

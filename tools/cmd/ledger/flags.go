@@ -1,11 +1,14 @@
 package main
 
 import (
+	"crypto/tls"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/lanework/lanework/ledger/client"
 	"github.com/lanework/lanework/ledger/server"
+	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
 // Flags shared by the commands that talk to a server.
@@ -19,7 +22,53 @@ func timeoutFlag() *cli.DurationFlag {
 		Usage: "give up on the server after this long"}
 }
 
-func clientFlags() []cli.Flag { return []cli.Flag{addrFlag(), timeoutFlag()} }
+func clientFlags() []cli.Flag {
+	return append([]cli.Flag{addrFlag(), timeoutFlag()}, securityFlags()...)
+}
+
+// securityFlags are how a client command authenticates and verifies the
+// server: the token of a server started with tokens, and TLS.
+func securityFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "token", EnvVars: []string{"LEDGER_TOKEN"},
+			Usage: "bearer token for a server with --token-file (prefer LEDGER_TOKEN: flags show in ps)"},
+		&cli.BoolFlag{Name: "tls", EnvVars: []string{"LEDGER_TLS"},
+			Usage: "speak TLS, verifying the server against the system roots (implied by --tls-ca)"},
+		&cli.StringFlag{Name: "tls-ca", EnvVars: []string{"LEDGER_TLS_CA"},
+			Usage: "PEM file of the CA(s) the server's certificate must chain to; implies --tls"},
+		&cli.StringFlag{Name: "tls-client-cert", EnvVars: []string{"LEDGER_TLS_CLIENT_CERT"},
+			Usage: "PEM client certificate, for a server with --tls-client-ca"},
+		&cli.StringFlag{Name: "tls-client-key", EnvVars: []string{"LEDGER_TLS_CLIENT_KEY"},
+			Usage: "PEM key of --tls-client-cert"},
+	}
+}
+
+// clientOptions turns the security flags into client options.
+func clientOptions(c *cli.Context) ([]client.Option, error) {
+	var opts []client.Option
+	if t := c.String("token"); t != "" {
+		opts = append(opts, client.WithToken(t))
+	}
+	if !c.Bool("tls") && c.String("tls-ca") == "" && c.String("tls-client-cert") == "" {
+		return opts, nil
+	}
+	cfg := &tls.Config{}
+	if ca := c.String("tls-ca"); ca != "" {
+		pool, err := server.LoadCertPool(ca)
+		if err != nil {
+			return nil, exitcode.Usage("--tls-ca: %v", err)
+		}
+		cfg.RootCAs = pool
+	}
+	if cert, key := c.String("tls-client-cert"), c.String("tls-client-key"); cert != "" || key != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, exitcode.Usage("--tls-client-cert/--tls-client-key: %v", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return append(opts, client.WithTLS(cfg)), nil
+}
 
 func dirFlag() *cli.StringFlag {
 	return &cli.StringFlag{Name: "dir", Value: "./data", EnvVars: []string{"LEDGER_DIR"},

@@ -163,7 +163,7 @@ func TestCommandsAgainstServer(t *testing.T) {
 
 	_, stderr, code = run("withdraw", "2", "31")
 	require.Equal(t, 1, code)
-	require.Equal(t, "ledger: tx 3: insufficient funds\n", stderr, "one clear line")
+	require.Equal(t, "ledger: tx 3: insufficient_funds\n", stderr, "one clear line")
 
 	_, _, code = run("deposit", "--ref", "42", "3", "5")
 	require.Equal(t, 0, code)

@@ -14,8 +14,12 @@ import (
 
 // dial connects to --addr and returns a context bounded by --timeout.
 func dial(c *cli.Context) (*client.Client, context.Context, context.CancelFunc, error) {
+	opts, err := clientOptions(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
-	cl, err := client.Dial(ctx, c.String("addr"), client.WithConns(1))
+	cl, err := client.Dial(ctx, c.String("addr"), append(opts, client.WithConns(1))...)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err

@@ -24,7 +24,10 @@ func serveCommand() *cli.Command {
 		Usage: "serve a ledger over TCP (binary protocol) and HTTP/JSON until SIGINT or SIGTERM",
 		Description: "Opens (or creates) the ledger in --dir, listens on --addr and --http-addr (loopback by default)\n" +
 			"and prints where. On SIGINT or SIGTERM it stops accepting, answers the requests in flight,\n" +
-			"closes the ledger cleanly and exits 0.",
+			"closes the ledger cleanly and exits 0.\n\n" +
+			"With --token-file (or LEDGER_TOKEN) every request needs a bearer token; with --tls-cert and\n" +
+			"--tls-key both listeners speak TLS (--tls-client-ca: mutual TLS). A listener beyond loopback\n" +
+			"without both is refused (exit 2) unless --insecure.",
 		Flags: []cli.Flag{
 			dirFlag(),
 			addrFlag(),
@@ -48,11 +51,69 @@ func serveCommand() *cli.Command {
 				Usage: "longest a started frame may take to arrive"},
 			&cli.DurationFlag{Name: "write-timeout", Value: server.DefaultWriteTimeout, EnvVars: []string{"LEDGER_WRITE_TIMEOUT"},
 				Usage: "close connections whose answers cannot be written this long (clients that do not read)"},
+			&cli.IntFlag{Name: "max-http-conns", Value: server.DefaultMaxHTTPConns, EnvVars: []string{"LEDGER_MAX_HTTP_CONNS"},
+				Usage: "most open HTTP connections"},
+			&cli.StringFlag{Name: "token-file", EnvVars: []string{"LEDGER_TOKEN_FILE"},
+				Usage: "file of bearer tokens, one a line: \"read_write SECRET\" or \"read_only SECRET\""},
+			&cli.StringFlag{Name: "token", EnvVars: []string{"LEDGER_TOKEN"},
+				Usage: "one read_write bearer token (prefer LEDGER_TOKEN or --token-file: flags show in ps)"},
+			&cli.StringFlag{Name: "tls-cert", EnvVars: []string{"LEDGER_TLS_CERT"}, Usage: "PEM certificate chain of both listeners"},
+			&cli.StringFlag{Name: "tls-key", EnvVars: []string{"LEDGER_TLS_KEY"}, Usage: "PEM key of --tls-cert"},
+			&cli.StringFlag{Name: "tls-client-ca", EnvVars: []string{"LEDGER_TLS_CLIENT_CA"},
+				Usage: "PEM CA(s) client certificates must chain to (mutual TLS); needs --tls-cert"},
+			&cli.BoolFlag{Name: "insecure", EnvVars: []string{"LEDGER_INSECURE"},
+				Usage: "listen beyond loopback without tokens or TLS (anyone who reaches the port can move money)"},
+			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"LEDGER_LOG_LEVEL"},
+				Usage: "debug (one line per HTTP request), info, warn or error"},
+			&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: []string{"LEDGER_LOG_FORMAT"},
+				Usage: "text or json (log/slog), on stderr"},
+			&cli.BoolFlag{Name: "pprof", EnvVars: []string{"LEDGER_PPROF"},
+				Usage: "serve runtime profiles under /debug/pprof/ on the HTTP listener (read_write token)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, EnvVars: []string{"LEDGER_SHUTDOWN_TIMEOUT"},
 				Usage: "longest to wait for in-flight requests on shutdown"},
 		},
 		Action: serve,
 	}
+}
+
+// serveLogger builds the slog logger of --log-level and --log-format.
+func serveLogger(c *cli.Context) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return nil, exitcode.Usage("serve: --log-level %q: want debug, info, warn or error", c.String("log-level"))
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.String("log-format") {
+	case "text":
+		return slog.New(slog.NewTextHandler(c.App.ErrWriter, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(c.App.ErrWriter, opts)), nil
+	}
+	return nil, exitcode.Usage("serve: --log-format %q: want text or json", c.String("log-format"))
+}
+
+// serveSecurity fills cfg's tokens and TLS from the flags.
+func serveSecurity(c *cli.Context, cfg *server.Config) error {
+	if path := c.String("token-file"); path != "" {
+		toks, err := server.ReadTokenFile(path)
+		if err != nil {
+			return err
+		}
+		cfg.Tokens = toks
+	}
+	if t := c.String("token"); t != "" {
+		cfg.Tokens = append(cfg.Tokens, server.Token{Secret: t, Scope: server.ReadWrite})
+	}
+	cert, key, ca := c.String("tls-cert"), c.String("tls-key"), c.String("tls-client-ca")
+	switch {
+	case cert == "" && key == "" && ca == "":
+		return nil
+	case cert == "" || key == "":
+		return fmt.Errorf("%w: --tls-cert and --tls-key go together (and --tls-client-ca needs them)", server.ErrConfig)
+	}
+	tcfg, err := server.LoadTLS(cert, key, ca)
+	cfg.TLS = tcfg
+	return err
 }
 
 func serve(c *cli.Context) error {
@@ -62,6 +123,10 @@ func serve(c *cli.Context) error {
 	ws, err := pressure.ParseWaitStrategy(c.String("wait-strategy"))
 	if err != nil {
 		return exitcode.Usage("serve: %v", err)
+	}
+	logger, err := serveLogger(c)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -73,7 +138,6 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("open %s: %w", c.String("dir"), err)
 	}
-	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
 	if ws == pressure.LowLatency {
 		// Stages that never park keep the Go scheduler's run queue full, and
 		// it polls the network only when a P runs out of goroutines or from
@@ -81,20 +145,28 @@ func serve(c *cli.Context) error {
 		// against 0.6 ms under balanced.
 		logger.Warn("wait strategy low-latency keeps every stage polling: network requests wait up to 10-20 ms for the Go runtime's network poll; balanced (the default) suits a server")
 	}
-	s, err := server.New(l, server.Config{
+	cfg := server.Config{
 		Addr: c.String("addr"), HTTPAddr: c.String("http-addr"),
-		MaxConns: c.Int("max-conns"), MaxInFlight: c.Int("max-inflight"), MaxFrame: c.Int("max-frame"),
-		MaxBatch:    c.Int("max-batch"),
+		MaxConns: c.Int("max-conns"), MaxHTTPConns: c.Int("max-http-conns"), MaxInFlight: c.Int("max-inflight"),
+		MaxFrame: c.Int("max-frame"), MaxBatch: c.Int("max-batch"),
 		IdleTimeout: c.Duration("idle-timeout"), ReadTimeout: c.Duration("read-timeout"),
-		WriteTimeout: c.Duration("write-timeout"), Logger: logger,
-	})
+		WriteTimeout: c.Duration("write-timeout"), Logger: logger, Insecure: c.Bool("insecure"), Pprof: c.Bool("pprof"),
+	}
+	var s *server.Server
+	if err = serveSecurity(c, &cfg); err == nil {
+		s, err = server.New(l, cfg)
+	}
 	if err == nil {
 		err = s.Start()
 	}
 	if err != nil {
 		_ = l.Close()
-		if errors.Is(err, server.ErrConfig) {
-			return exitcode.Usage("serve: %v", err) // a flag out of range
+		if errors.Is(err, server.ErrExposed) {
+			return exitcode.Usage("serve: %v: add --token-file (or LEDGER_TOKEN) and --tls-cert with --tls-key, "+
+				"or bind to 127.0.0.1; --insecure listens anyway", err)
+		}
+		if errors.Is(err, server.ErrConfig) || errors.Is(err, server.ErrTokenFile) || errors.Is(err, server.ErrTLSFiles) {
+			return exitcode.Usage("serve: %v", err) // a flag out of range, or files that do not load
 		}
 		return err
 	}
@@ -102,6 +174,9 @@ func serve(c *cli.Context) error {
 	httpAt := "off"
 	if a := s.HTTPAddr(); a != nil {
 		httpAt = "http://" + a.String()
+		if cfg.TLS != nil {
+			httpAt = "https://" + a.String()
+		}
 	}
 	fmt.Fprintf(c.App.Writer, "ledger: serving %s (committed %d) on tcp %s, http %s\n", c.String("dir"), x.Committed, s.Addr(), httpAt)
 	<-ctx.Done()

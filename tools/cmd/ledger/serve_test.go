@@ -3,13 +3,22 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -86,7 +95,7 @@ func TestServeThroughAppRun(t *testing.T) {
 }
 
 func TestServeBadAddress(t *testing.T) {
-	_, stderr, code := runApp(t, "serve", "--dir", t.TempDir(), "--max-accounts", "100", "--addr", "256.0.0.1:99999")
+	_, stderr, code := runApp(t, "serve", "--dir", t.TempDir(), "--max-accounts", "100", "--addr", "127.0.0.1:99999")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "listen")
 }
@@ -190,4 +199,106 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d acknowledged transactions survived SIGTERM (committed %d)", len(acked), x.Committed)
+}
+
+// TestServeRefusesExposedWithoutTokenAndTLS: a listener beyond loopback
+// without a token and TLS is refused before anything listens, with exit 2
+// and a message naming the flags to add.
+func TestServeRefusesExposedWithoutTokenAndTLS(t *testing.T) {
+	for _, args := range [][]string{
+		{"--addr", "0.0.0.0:0", "--http-addr", "off"},
+		{"--addr", "127.0.0.1:0", "--http-addr", "0.0.0.0:0"},
+		{"--addr", "0.0.0.0:0", "--http-addr", "off", "--token", "serve-token-0123456789"},
+	} {
+		_, stderr, code := runApp(t, append([]string{"serve", "--dir", t.TempDir(), "--max-accounts", "100"}, args...)...)
+		require.Equal(t, 2, code, stderr)
+		assert.Contains(t, stderr, "--token-file")
+		assert.Contains(t, stderr, "--tls-cert")
+		assert.Contains(t, stderr, "--insecure")
+	}
+	_, stderr, code := runApp(t, "serve", "--dir", t.TempDir(), "--max-accounts", "100", "--token-file", filepath.Join(t.TempDir(), "none"))
+	require.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "bad token file")
+}
+
+// writeTestPKI writes a CA, and a server certificate for 127.0.0.1 signed
+// by it, as PEM files in dir; it returns their paths.
+func writeTestPKI(t *testing.T, dir string) (ca, cert, key string) {
+	t.Helper()
+	now := time.Now()
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
+		return p
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, NotBefore: now.Add(-time.Hour),
+		NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
+	require.NoError(t, err)
+	caCert, err := x509.ParseCertificate(caDER)
+	require.NoError(t, err)
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	srvT := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "ledger"}, NotBefore: now.Add(-time.Hour),
+		NotAfter: now.Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, srvT, caCert, &k.PublicKey, caKey)
+	require.NoError(t, err)
+	kder, err := x509.MarshalECPrivateKey(k)
+	require.NoError(t, err)
+	return write("ca.pem", "CERTIFICATE", caDER), write("cert.pem", "CERTIFICATE", der), write("key.pem", "EC PRIVATE KEY", kder)
+}
+
+// TestServeWithTokenAndTLS: with a token file and TLS the server starts,
+// and the CLI's client commands reach it with --token and --tls-ca, and
+// not without them. (Loopback only: the exposed check itself is in the
+// server's tests, which never listen beyond loopback.)
+func TestServeWithTokenAndTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca, cert, key := writeTestPKI(t, t.TempDir())
+	tokFile := filepath.Join(t.TempDir(), "tokens")
+	const rw, ro = "cli-rw-token-0123456789", "cli-ro-token-0123456789"
+	require.NoError(t, os.WriteFile(tokFile, []byte("read_write "+rw+"\nread_only "+ro+"\n"), 0o600))
+	_, _, m, stop := startServe(t, dir, "--token-file", tokFile, "--tls-cert", cert, "--tls-key", key)
+	defer func() { require.NoError(t, stop()) }()
+	assert.True(t, strings.HasPrefix(m[2], "https://"), m[2])
+
+	so, se, code := runApp(t, "deposit", "--addr", m[1], "--token", rw, "--tls-ca", ca, "7", "70")
+	require.Equal(t, 0, code, se)
+	assert.Contains(t, so, "account 7 +70 = 70")
+	_, se, code = runApp(t, "deposit", "--addr", m[1], "--token", ro, "--tls-ca", ca, "7", "70")
+	assert.Equal(t, 1, code, se)
+	assert.Contains(t, se, "forbidden")
+	_, se, code = runApp(t, "deposit", "--addr", m[1], "--tls-ca", ca, "7", "70")
+	assert.Equal(t, 1, code, se)
+	assert.Contains(t, se, "unauthorized")
+	_, se, code = runApp(t, "deposit", "--addr", m[1], "--token", rw, "--tls", "--timeout", "5s", "7", "70")
+	assert.Equal(t, 1, code, "the system roots do not know the test CA: %s", se)
+	assert.Contains(t, se, "certificate")
+}
+
+// TestServeLogFlags: --log-format json with --log-level debug writes one
+// JSON line per HTTP request; bad values exit 2.
+func TestServeLogFlags(t *testing.T) {
+	_, errb, m, stop := startServe(t, t.TempDir(), "--log-format", "json", "--log-level", "debug")
+	resp, err := http.Get(m[2] + "/v1/indexes")
+	require.NoError(t, err)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	require.NoError(t, stop())
+	var lines int
+	for _, line := range strings.Split(strings.TrimSpace(errb.String()), "\n") {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), "not JSON: %q", line)
+		if rec["msg"] == "http request" && rec["route"] == "/v1/indexes" {
+			lines++
+		}
+	}
+	assert.Equal(t, 1, lines, errb.String())
+	for _, bad := range [][]string{{"--log-level", "loud"}, {"--log-format", "xml"}} {
+		_, stderr, code := runApp(t, append([]string{"serve", "--dir", t.TempDir()}, bad...)...)
+		assert.Equal(t, 2, code, stderr)
+	}
 }
