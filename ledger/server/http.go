@@ -22,6 +22,8 @@ import (
 //	GET  /v1/accounts/{id}/balance   {"account":1,"balance":100}
 //	GET  /v1/tx/{id}                 {"id":1,"status":"committed","result":{...}}
 //	GET  /v1/indexes                 {"sequenced":..,"computed":..,"committed":..,"snapshot":..}
+//	GET  /v1/status                  what the dashboard draws (dashboard.go)
+//	GET  /, /dashboard/              the dashboard's static page, served without a token
 //	POST /v1/snapshot                write a snapshot now; {"tx_id":..} once it is durable
 //	GET  /healthz                    200 "ok", or 503 once the ledger is closed or failed
 //	GET  /readyz                     200 "ready" once the server serves a recovered ledger, else 503
@@ -41,6 +43,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("GET /readyz", s.handleReady)
 	mux.Handle("GET /metrics", s.metricsHandler())
+	s.dashboardRoutes(mux)
 	if s.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -80,10 +83,10 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 }
 
 // authorizeHTTP checks the request's bearer token against the scope its
-// route needs: probes need none, writes (POST) and /debug/ need
+// route needs: probes and the dashboard's static files need none, writes (POST) and /debug/ need
 // read_write, the rest read_only. It answers 401 or 403 itself.
 func (s *Server) authorizeHTTP(w http.ResponseWriter, r *http.Request) bool {
-	if s.auth == nil || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+	if s.auth == nil || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || isDashboardPath(r) {
 		return true
 	}
 	need := ReadOnly

@@ -1,0 +1,207 @@
+// The ledger dashboard: polls GET /v1/status once a second and draws it;
+// its forms use the API's balance, transaction and ops routes. It talks to
+// this server only, and keeps the token in memory (see dashboard.go).
+"use strict";
+
+const HISTORY = 300; // samples kept for the charts: 5 minutes at one a second
+let token = "";
+let prev = null; // the previous status, for rates
+let timer = 0;
+let watched = null; // the account last looked up, refreshed as commits land
+const tput = [], lat = [];
+
+const $ = (id) => document.getElementById(id);
+const fmt = (n) => Number(n).toLocaleString("en-US");
+
+function setText(id, v) { $(id).textContent = v; }
+
+function showError(el, msg) { el.className = "out err"; el.textContent = msg; }
+function showOut(el, msg) { el.className = "out"; el.textContent = msg; }
+
+async function api(method, path, body) {
+  const headers = {};
+  if (token) headers["Authorization"] = "Bearer " + token;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: "no-store" });
+  let j = null;
+  try { j = await r.json(); } catch (e) { j = null; }
+  if (!r.ok) {
+    const err = new Error((j && j.error) || (r.status + " " + r.statusText));
+    err.status = r.status;
+    throw err;
+  }
+  return j;
+}
+
+function push(arr, v) { arr.push(v); if (arr.length > HISTORY) arr.shift(); }
+
+// draw plots the non-null values of arr into the SVG el, scaled to their
+// maximum, newest at the right edge.
+function draw(el, arr) {
+  let max = 0, n = 0, pts = [];
+  for (const v of arr) if (v !== null && v > max) max = v;
+  const scale = max > 0 ? 95 / max : 0;
+  const x0 = 300 - (arr.length - 1) * (300 / (HISTORY - 1));
+  arr.forEach((v, i) => {
+    if (v === null) return;
+    const x = x0 + i * (300 / (HISTORY - 1)), y = 100 - v * scale;
+    pts.push(x.toFixed(1) + "," + y.toFixed(1));
+    n++;
+  });
+  let line = el.querySelector("polyline");
+  if (!line) {
+    line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
+    el.appendChild(line);
+  }
+  line.setAttribute("points", pts.join(" "));
+  el.dataset.points = String(n);
+  return max;
+}
+
+function render(s) {
+  const x = s.indexes;
+  for (const k of ["sequenced", "computed", "committed", "snapshot"]) setText("idx-" + k, fmt(x[k]));
+  setText("lag-computed", fmt(x.sequenced - x.computed));
+  setText("lag-committed", fmt(x.computed - x.committed));
+  setText("lag-snapshot", fmt(x.committed - x.snapshot));
+  setText("state", (s.failed ? "FAILED" : s.closed ? "closed" : "up") + " · updated " + new Date(s.time_ms).toLocaleTimeString());
+
+  if (prev) {
+    const dt = (s.time_ms - prev.time_ms) / 1000;
+    const db = s.wal.batches - prev.wal.batches;
+    const rate = (v, p) => (dt > 0 ? (v - p) / dt : 0);
+    push(tput, rate(s.committed, prev.committed));
+    push(lat, db > 0 ? (s.wal.sync_ns - prev.wal.sync_ns) / db / 1e6 : null);
+    const t = tput[tput.length - 1], l = lat[lat.length - 1];
+    setText("tput-now", fmt(Math.round(t)));
+    setText("tput-max", fmt(Math.round(draw($("chart-tput"), tput))));
+    setText("lat-now", l === null ? "idle" : l.toFixed(3));
+    setText("lat-max", draw($("chart-lat"), lat).toFixed(3));
+    setText("group-now", db > 0 ? ((s.committed - prev.committed) / db).toFixed(1) : "–");
+    setText("p-parks", fmt(Math.round(rate(s.pressure.parks, prev.pressure.parks))));
+    setText("p-yields", fmt(Math.round(rate(s.pressure.yields, prev.pressure.yields))));
+  }
+
+  const tb = $("outcomes");
+  if (tb.rows.length !== s.outcomes.length) {
+    tb.textContent = "";
+    for (const o of s.outcomes) {
+      const tr = tb.insertRow();
+      const th = document.createElement("th");
+      th.scope = "row";
+      th.textContent = o.name.replaceAll("_", " ");
+      tr.appendChild(th);
+      tr.insertCell().id = "outcome-" + o.name;
+    }
+  }
+  for (const o of s.outcomes) setText("outcome-" + o.name, fmt(o.count));
+
+  setText("wal-batches", fmt(s.wal.batches));
+  setText("wal-bytes", fmt(s.wal.bytes));
+  setText("wal-sync", s.wal.batches > 0 ? (s.wal.sync_ns / s.wal.batches / 1e6).toFixed(3) + " ms" : "–");
+  setText("snapshots", fmt(s.snapshots));
+  setText("snapshot-tx", s.snapshot_tx ? fmt(s.snapshot_tx) : "none");
+  setText("p-level", s.pressure.level);
+  setText("p-stages", s.pressure.stages + " (" + s.pressure.spinning + ")");
+  setText("conns", s.server.conns + ", " + s.server.http_conns);
+
+  if (watched !== null && (!prev || prev.indexes.committed !== x.committed)) lookupBalance(watched);
+  prev = s;
+}
+
+let inflight = false, again = false;
+
+// poll fetches and draws the status, then schedules itself; a call while a
+// fetch is in flight runs once more after it instead of starting a second loop.
+async function poll() {
+  clearTimeout(timer);
+  if (inflight) { again = true; return; }
+  inflight = true;
+  let denied = false;
+  try {
+    render(await api("GET", "/v1/status"));
+  } catch (e) {
+    denied = e.status === 401 || e.status === 403;
+    setText("state", denied ? "unauthorized: enter a token" : "unreachable: " + e.message);
+  }
+  inflight = false;
+  if (again) { again = false; poll(); return; }
+  if (!denied) timer = setTimeout(poll, 1000); // denied: wait for a token, don't fill the server's log
+}
+
+async function lookupBalance(id) {
+  const out = $("balance-out");
+  try {
+    const b = await api("GET", "/v1/accounts/" + id + "/balance");
+    showOut(out, "account " + b.account + ": balance " + fmt(b.balance));
+    out.dataset.balance = String(b.balance);
+  } catch (e) {
+    showError(out, "account " + id + ": " + e.message);
+    delete out.dataset.balance;
+  }
+}
+
+function describe(r) {
+  let s = "tx " + r.id + " " + r.kind + ": " + r.fail.replaceAll("_", " ");
+  if (r.dup_of) s += " (of tx " + r.dup_of + ")";
+  for (const e of r.entries || []) s += "\n  account " + e.account + ": " + (e.delta >= 0 ? "+" : "") + fmt(e.delta) + " → " + fmt(e.balance);
+  return s;
+}
+
+function uint(id) {
+  const v = $(id).value.trim();
+  if (!/^[0-9]+$/.test(v)) throw new Error($(id).labels[0].textContent.toLowerCase() + ": want a whole number");
+  return Number(v);
+}
+
+function opFields() {
+  const t = $("op-type").value, transfer = t === "transfer";
+  $("op-from-label").textContent = transfer ? "From" : "Account";
+  $("op-to").hidden = $("op-to-label").hidden = !transfer;
+  $("op-to").required = transfer;
+}
+
+function init() {
+  const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
+  if (m) {
+    token = decodeURIComponent(m[1]);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  $("token-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    token = $("token").value.trim();
+    $("token").value = "";
+    poll();
+  });
+  $("balance-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    try { watched = uint("balance-account"); lookupBalance(watched); } catch (e) { showError($("balance-out"), e.message); }
+  });
+  $("tx-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const out = $("tx-out");
+    try {
+      const r = await api("GET", "/v1/tx/" + uint("tx-id"));
+      showOut(out, r.result ? describe(r.result) + "\nstatus: " + r.status : "tx " + r.id + ": " + r.status);
+    } catch (e) { showError(out, e.message); }
+  });
+  $("op-type").addEventListener("change", opFields);
+  $("op-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const out = $("op-out");
+    try {
+      const type = $("op-type").value;
+      const op = { type, amount: uint("op-amount") };
+      if (type === "transfer") { op.from = uint("op-from"); op.to = uint("op-to"); } else op.account = uint("op-from");
+      showOut(out, "submitting…");
+      const r = await api("POST", "/v1/ops?wait=committed", op);
+      showOut(out, describe(r));
+      out.dataset.tx = String(r.id);
+      poll();
+    } catch (e) { showError(out, e.message); }
+  });
+  opFields();
+  poll();
+}
+
+init();
