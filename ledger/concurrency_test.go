@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"github.com/lanework/lanework/ledger/internal/wal"
+
 	"context"
 	"sync"
 	"testing"
@@ -64,7 +66,7 @@ func TestConcurrentSubmitters(t *testing.T) {
 	}
 	require.NoError(t, l.Wait(context.Background(), TxID(total), Committed))
 	next := make([]uint64, goroutines+1)
-	require.NoError(t, scanWAL(l.db, 1, func(tx *walTx) error {
+	require.NoError(t, scanLedgerWAL(l, 1, func(tx *walTx) error {
 		e := tx.entry(1)
 		next[e.Account]++
 		require.Equal(t, int64(next[e.Account]), e.Delta, "tx %d", tx.id)
@@ -141,12 +143,8 @@ func TestWALBatchesAdapt(t *testing.T) {
 	ctx := context.Background()
 	countKeys := func() int {
 		n := 0
-		it, err := prefixIter(l.db, prefixWAL)
+		_, err := wal.Scan(walOptions(&l.cfg, nil), wal.Bounds{}, 0, func(wal.Segment, int64, []byte) error { n++; return nil })
 		require.NoError(t, err)
-		for ok := it.First(); ok; ok = it.Next() {
-			n++
-		}
-		require.NoError(t, it.Close())
 		return n
 	}
 	for range 5 {

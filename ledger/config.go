@@ -16,6 +16,8 @@ const (
 	DefaultSnapshotEvery = 1_000_000
 	DefaultDedupWindow   = 1 << 17
 	DefaultWALRetention  = 4_000_000
+	// DefaultWALSegmentSize is the size of a WAL segment file.
+	DefaultWALSegmentSize = 64 << 20
 )
 
 // MaxAccountsLimit is the largest Config.MaxAccounts: 2^28 accounts need
@@ -60,8 +62,13 @@ type Config struct {
 	// newest persisted snapshot (older WAL is deleted, and Result no longer
 	// finds those transactions); default 4,000,000; negative keeps all.
 	// Keep it at least SnapshotEvery so that recovery can fall back to the
-	// previous snapshot if the newest is damaged.
+	// previous snapshot if the newest is damaged. Retention removes whole
+	// segments, so up to one segment more is kept.
 	WALRetention int64
+	// WALSegmentSize is the size of each WAL segment file, preallocated when
+	// the segment is created; default 64 MiB, at least 256 KiB, at most 1 GiB.
+	// A segment holds at most a quarter of it per group commit.
+	WALSegmentSize int64
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -112,6 +119,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.WALRetention == 0 {
 		c.WALRetention = DefaultWALRetention
+	}
+	if c.WALSegmentSize == 0 {
+		c.WALSegmentSize = DefaultWALSegmentSize
+	}
+	if c.WALSegmentSize < 256<<10 || c.WALSegmentSize > 1<<30 {
+		return bad("WALSegmentSize %d out of range [256 KiB, 1 GiB]", c.WALSegmentSize)
 	}
 	return c, nil
 }

@@ -52,65 +52,6 @@ func copyDir(t *testing.T, src string) string {
 	return dst
 }
 
-// Row: last WAL batch truncated or torn. Open drops exactly that batch (its
-// transactions were never acknowledged: Committed only covers synced
-// batches), and the next ids reuse its range.
-func TestCorruptionTornLastBatch(t *testing.T) {
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALMaxBatch: 8}
-	fillLedger(t, cfg, 100)
-	var last []byte
-	withDB(t, cfg.Dir, func(db *pebble.DB) { keys := walKeys(t, db); last = keys[len(keys)-1] })
-	first, _ := parseIDKey(prefixWAL, last)
-	for _, cut := range []int{1, 5, batchHeaderLen, 40} {
-		dir := copyDir(t, cfg.Dir)
-		setValue(t, dir, last, func(v []byte) []byte { return v[:len(v)-cut] })
-		c := cfg
-		c.Dir = dir
-		rec, x, bal, err := openState(t, c)
-		require.NoError(t, err, "cut %d", cut)
-		require.Equal(t, last, rec.torn)
-		require.Equal(t, TxID(first-1), x.Committed)
-		var sum int64
-		for _, b := range bal {
-			sum += b
-		}
-		require.Zero(t, sum)
-		rep, err := Verify(dir)
-		require.NoError(t, err, "the torn batch is gone for good")
-		require.Nil(t, rep.TornTail)
-	}
-}
-
-// Row: a byte flipped in a middle WAL batch. Open refuses with a
-// *CorruptError naming the key and the tx range, whichever byte it is.
-func TestCorruptionMiddleBatchFlip(t *testing.T) {
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALMaxBatch: 8}
-	fillLedger(t, cfg, 100)
-	var bad, next []byte
-	var size int
-	withDB(t, cfg.Dir, func(db *pebble.DB) {
-		keys := walKeys(t, db)
-		bad, next = keys[len(keys)/2], keys[len(keys)/2+1]
-		v, closer, err := db.Get(bad)
-		require.NoError(t, err)
-		size = len(v)
-		closer.Close()
-	})
-	first, _ := parseIDKey(prefixWAL, bad)
-	nf, _ := parseIDKey(prefixWAL, next)
-	for _, pos := range []int{0, 3, 4, 12, 16, 24, 25, 26, 28, 32, size / 2, size - 1} {
-		dir := copyDir(t, cfg.Dir)
-		setValue(t, dir, bad, func(v []byte) []byte { v[pos] ^= 0x04; return v })
-		_, err := Open(Config{Dir: dir, MaxAccounts: 8})
-		var ce *CorruptError
-		require.ErrorAs(t, err, &ce, "byte %d", pos)
-		require.ErrorIs(t, err, ErrCorrupt)
-		require.Equal(t, bad, ce.Key)
-		require.Equal(t, TxID(first), ce.FirstTx)
-		require.Equal(t, TxID(nf-1), ce.LastTx)
-	}
-}
-
 // Rows: newest snapshot corrupt, and snapshot deleted. Open falls back to
 // the previous snapshot, then to the WAL, reaching the same state; when the
 // retained WAL no longer covers the gap it refuses with a *CorruptError.
@@ -149,8 +90,9 @@ func TestCorruptionSnapshotFallback(t *testing.T) {
 	ids := snapshots(t, full.Dir)
 	require.Len(t, ids, 2)
 
-	pruned := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: 200, WALRetention: 100, WALMaxBatch: 16}
-	fillLedger(t, pruned, 2000)
+	// Retention removes whole segments: snapshots more than a segment apart.
+	pruned := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: 6000, WALRetention: 100, WALMaxBatch: 64, WALSegmentSize: 256 << 10}
+	fillLedger(t, pruned, 13000)
 	pids := snapshots(t, pruned.Dir)
 	require.Len(t, pids, 2)
 
@@ -186,53 +128,40 @@ func TestCorruptionSnapshotFallback(t *testing.T) {
 }
 
 // Row: a directory of another MaxAccounts or format version. Open fails
-// with ErrIncompatible and changes no record.
+// with ErrIncompatible and changes nothing on disk.
 func TestCorruptionIncompatibleChangesNothing(t *testing.T) {
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: 50, WALMaxBatch: 8}
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: 50, WALMaxBatch: 8, WALSegmentSize: 256 << 10}
 	fillLedger(t, cfg, 120)
-	// A torn tail that a compatible Open would delete.
-	withDB(t, cfg.Dir, func(db *pebble.DB) { require.NoError(t, db.Set(idKey(prefixWAL, 121), []byte("torn"), pebble.Sync)) })
-	keys, vals := allRecords(t, cfg.Dir)
+	before := dirDigest(t, cfg.Dir)
 	_, err := Open(Config{Dir: cfg.Dir, MaxAccounts: 16})
 	require.ErrorIs(t, err, ErrIncompatible)
-	k2, v2 := allRecords(t, cfg.Dir)
-	require.Equal(t, keys, k2)
-	require.Equal(t, vals, v2)
+	require.Equal(t, before, dirDigest(t, cfg.Dir))
 
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
 		rec, err := encodeMsgpack(meta{FormatVersion: formatVersion + 1, MaxAccounts: 8, Fingerprint: fingerprint(8)})
 		require.NoError(t, err)
 		require.NoError(t, db.Set(metaKey, rec, pebble.Sync))
 	})
-	keys, vals = allRecords(t, cfg.Dir)
+	before = dirDigest(t, cfg.Dir)
 	_, err = Open(cfg)
 	require.ErrorIs(t, err, ErrIncompatible)
 	_, err = Verify(cfg.Dir)
 	require.ErrorIs(t, err, ErrIncompatible)
-	k2, v2 = allRecords(t, cfg.Dir)
-	require.Equal(t, keys, k2)
-	require.Equal(t, vals, v2)
+	require.Equal(t, before, dirDigest(t, cfg.Dir))
 }
 
-// Sweep: one random bit flipped in one random record, many times. Every
-// outcome is a typed refusal or the true state; the only other one allowed
-// is the documented drop of a damaged last WAL batch (recovered.torn set).
-// Verify reports every flip.
+// Sweep: one random bit flipped in one random pebble record, many times.
+// Every outcome is a typed refusal or the true state; Verify reports every
+// flip that Open refuses. (WAL damage is the table of TestCorruptionTable.)
 func TestCorruptionNeverSilent(t *testing.T) {
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: 150, WALRetention: -1, WALMaxBatch: 32}
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: 150, WALRetention: -1, WALMaxBatch: 32, WALSegmentSize: 256 << 10}
 	fillLedger(t, cfg, 680) // the WAL runs past the newest snapshot
 	_, wantX, wantBal, err := openState(t, cfg)
 	require.NoError(t, err)
 	keys, vals := allRecords(t, cfg.Dir)
-	var lastWAL []byte
-	for _, k := range keys {
-		if k[0] == prefixWAL {
-			lastWAL = k
-		}
-	}
 	rng := rand.New(rand.NewPCG(6, 6))
 	outcomes := map[string]int{}
-	for trial := range 60 {
+	for trial := range 40 {
 		i := rng.IntN(len(keys))
 		if trial < 4 {
 			i = 0 // the meta record
@@ -241,49 +170,45 @@ func TestCorruptionNeverSilent(t *testing.T) {
 		c := cfg
 		c.Dir = copyDir(t, cfg.Dir)
 		setValue(t, c.Dir, keys[i], func(v []byte) []byte { v[pos] ^= bit; return v })
-		rep, verr := Verify(c.Dir)
-		require.True(t, verr != nil || (rep != nil && rep.TornTail != nil), "flip %x byte %d undetected by Verify", keys[i], pos)
-		rec, x, bal, err := openState(t, c)
+		_, verr := Verify(c.Dir)
+		_, x, bal, err := openState(t, c)
 		switch {
 		case err != nil:
 			require.ErrorIs(t, err, ErrCorrupt, "key %x byte %d", keys[i], pos)
+			require.Error(t, verr, "flip %x byte %d refused by Open, not by Verify", keys[i], pos)
 			outcomes["refused"]++
-		case rec.torn != nil:
-			require.Equal(t, lastWAL, keys[i])
-			first, _ := parseIDKey(prefixWAL, lastWAL)
-			require.Equal(t, TxID(first-1), x.Committed)
-			outcomes["last batch dropped"]++
 		default:
 			require.Equal(t, wantX, x, "key %x byte %d", keys[i], pos)
 			require.Equal(t, wantBal, bal, "key %x byte %d", keys[i], pos)
 			outcomes["true state"]++
 		}
 	}
-	t.Logf("outcomes over 60 flips: %v", outcomes)
+	t.Logf("outcomes over 40 flips: %v", outcomes)
 }
 
-// A damaged last WAL batch that the loaded snapshot covers was synced before
-// the snapshot: Open and Verify report it instead of dropping it as torn.
+// A damaged last WAL record that the loaded snapshot covers was synced
+// before the snapshot: Open and Verify report it instead of dropping it as
+// torn.
 func TestCorruptionCoveredLastBatch(t *testing.T) {
 	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALRetention: -1, WALMaxBatch: 8}
 	fillLedger(t, cfg, 100)
-	var last []byte
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
-		r, err := recoverState(db, &Config{MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
+		r, err := recoverState(db, &Config{Dir: cfg.Dir, MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
 		require.NoError(t, err)
 		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs}, r.bal, func() uint64 { return 100 }, nil, nil)
 		require.NoError(t, err)
-		keys := walKeys(t, db)
-		last = keys[len(keys)-1]
 	})
-	setValue(t, cfg.Dir, last, func(v []byte) []byte { return v[:len(v)-1] })
+	bs := walBatches(t, cfg.Dir)
+	last := bs[len(bs)-1]
+	flipByte(t, last.file, last.off+19+int64(last.size)/2)
 	_, err := Open(cfg)
 	var ce *CorruptError
 	require.ErrorAs(t, err, &ce)
-	require.Equal(t, last, ce.Key)
+	require.Equal(t, last.off, ce.Offset)
 	require.Contains(t, ce.Reason, "not a torn write")
 	rep, err := Verify(cfg.Dir)
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.Nil(t, rep.TornTail)
-	require.Equal(t, last, rep.Findings[0].Key)
+	require.Equal(t, ce.File, rep.Findings[0].File)
+	require.Equal(t, last.off, rep.Findings[0].Offset)
 }

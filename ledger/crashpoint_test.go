@@ -97,7 +97,8 @@ func crashWorkload(t *testing.T, cfg Config, cp *crashPoint, record func(Result)
 // exactly as acknowledged, balances summing to zero and replaying
 // consistently (verifyFS), and acknowledged UserRefs still Duplicates.
 func TestCrashPoints(t *testing.T) {
-	cfg := Config{Dir: "ledger", MaxAccounts: 65_600, SnapshotEvery: 100, WALRetention: 100, WALMaxBatch: 8, RingSize: 1024}
+	// Small segments: the crash points fall in rollovers and retention too.
+	cfg := Config{Dir: "ledger", MaxAccounts: 65_600, SnapshotEvery: 100, WALRetention: 100, WALMaxBatch: 8, RingSize: 1024, WALSegmentSize: 256 << 10}
 	// Dry run: count the operations.
 	dry := &crashPoint{mem: vfs.NewCrashableMem(), k: -1, acks: func() []Result { return nil }}
 	c := cfg

@@ -43,9 +43,12 @@ func dumpFS(fs vfs.FS, dir string, from, to TxID, w io.Writer) error {
 		return err
 	}
 	defer db.Close()
+	if fs == nil {
+		fs = vfs.Default
+	}
 	enc := json.NewEncoder(w)                        // Encode ends every object with '\n'
 	line := DumpTx{Entries: make([]DumpEntry, 0, 4)} // [] for no entries, not null
-	err = scanWAL(db, uint64(max(from, 1)), func(t *walTx) error {
+	_, err = scanWAL(&Config{FS: fs, Dir: dir}, uint64(max(from, 1)), func(t *walTx) error {
 		if to != 0 && TxID(t.id) > to {
 			return errDumpDone
 		}

@@ -70,17 +70,23 @@ func (e *InputError) Error() string { return fmt.Sprintf("op %d: %v", e.Index, e
 // Unwrap returns the sentinel.
 func (e *InputError) Unwrap() error { return e.Err }
 
-// CorruptError names a stored record that failed verification. Open returns
-// it when a corrupt WAL batch is followed by valid ones, or when the replayed
-// state is inconsistent.
+// CorruptError names stored data that failed verification: a file of the
+// ledger directory (a WAL segment, a pebble file) and the offset in it, or
+// a pebble record by key, and the transactions affected. Open returns it for
+// any damage but a torn WAL tail, and writes nothing then.
 type CorruptError struct {
-	Key     []byte // pebble key of the record
-	FirstTx TxID   // first transaction the record covers (0 if unknown)
-	LastTx  TxID   // last transaction the record covers (0 if unknown)
+	File    string // path relative to the ledger directory; "" for a pebble record
+	Offset  int64  // in File
+	Key     []byte // pebble key of the record, if the damage is one
+	FirstTx TxID   // first transaction affected (0 if unknown)
+	LastTx  TxID   // last transaction affected (0: unknown, or through the end of the log)
 	Reason  string
 }
 
 func (e *CorruptError) Error() string {
+	if e.File != "" {
+		return fmt.Sprintf("ledger: corrupt %s at offset %d (tx %d..%d): %s", e.File, e.Offset, e.FirstTx, e.LastTx, e.Reason)
+	}
 	return fmt.Sprintf("ledger: corrupt record %x (tx %d..%d): %s", e.Key, e.FirstTx, e.LastTx, e.Reason)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,13 +19,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// pebble treats a failed write or sync of its log as fatal: Commit calls
-// Logger.Fatalf ("pebble: fatal commit error"), and the ledger's logger hands
-// that to pebble's default, which exits the process. So a disk fault on the
-// WAL path stops the ledger the way kill -9 does: the batch being written is
-// never acknowledged, and recovery proceeds as after a crash. These tests
-// run the ledger in a child process (this test binary re-executed) and
-// check exactly that.
+// A failed write or sync of a WAL segment stops the ledger (fail-stop: every
+// call returns an error wrapping ErrFailed, nothing more is acknowledged),
+// and the process then exits the way kill -9 would end it: the batch being
+// written is never acknowledged, and recovery proceeds as after a crash.
+// These tests run the ledger in a child process (this test binary
+// re-executed) and check exactly that.
 
 const faultChildEnv = "LEDGER_FAULT_CHILD" // "dir,opkind"
 
@@ -38,7 +38,7 @@ func TestDiskFaultChild(t *testing.T) {
 	kind, _ := strconv.Atoi(kindS)
 	var on atomic.Bool
 	inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if on.Load() && errorfs.OpKind(kind) == op.Kind && strings.HasSuffix(op.Path, ".log") {
+		if on.Load() && errorfs.OpKind(kind) == op.Kind && strings.HasSuffix(op.Path, ".wal") {
 			return errorfs.ErrInjected
 		}
 		return nil
@@ -54,7 +54,8 @@ func TestDiskFaultChild(t *testing.T) {
 		r, err := l.SubmitAndWait(ctx, Deposit{Account: 1 + uint64(i)%15, Amount: uint64(i), UserRef: uint64(i)}, Committed)
 		if err != nil {
 			fmt.Println("error", err) // fail-stop through the waiting call
-			require.NoError(t, l.Close())
+			cerr := l.Close()
+			fmt.Println("close", errors.Is(cerr, ErrFailed), errors.Is(err, ErrFailed))
 			os.Exit(7)
 		}
 		fmt.Println("ack", r.ID, r.UserRef)
@@ -75,8 +76,9 @@ func TestDiskFaultWAL(t *testing.T) {
 			var ee *exec.ExitError
 			require.ErrorAs(t, err, &ee, "%s", out)
 			ws := ee.Sys().(syscall.WaitStatus)
-			require.Equal(t, 1, ws.ExitStatus(), "stdout %s\nstderr %s", out, stderr.Bytes())
-			require.Contains(t, stderr.String(), "pebble: fatal commit error: injected error")
+			require.Equal(t, 7, ws.ExitStatus(), "stdout %s\nstderr %s", out, stderr.Bytes())
+			require.Contains(t, string(out), "injected error")
+			require.Contains(t, string(out), "close true true")
 			acked := map[TxID]uint64{}
 			var fault bool
 			sc := bufio.NewScanner(bytes.NewReader(out))

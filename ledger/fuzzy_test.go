@@ -102,7 +102,8 @@ func checkRecovered(t *testing.T, cfg Config, acks []Result, bal []int64) recove
 // middle of the snapshot and right after it became durable.
 func TestFuzzySnapshotWhileStreaming(t *testing.T) {
 	mem := vfs.NewCrashableMem()
-	cfg := Config{Dir: "ledger", FS: mem, MaxAccounts: fuzzyAccounts, SnapshotEvery: -1, DedupWindow: 1 << 12}
+	// Small segments: a MemFS sync copies the whole file.
+	cfg := Config{Dir: "ledger", FS: mem, MaxAccounts: fuzzyAccounts, SnapshotEvery: -1, DedupWindow: 1 << 12, WALSegmentSize: 256 << 10}
 	l, err := Open(cfg)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -231,7 +232,7 @@ func withMemDB(t *testing.T, fs vfs.FS, dir string, f func(db *pebble.DB)) {
 // refs; edit, if not nil, changes the recovered state first.
 func writeClaim(t *testing.T, db *pebble.DB, cfg *Config, txID uint64, refs bool, edit func(*recovered)) *recovered {
 	t.Helper()
-	r, err := recoverState(db, &Config{MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
+	r, err := recoverState(db, &Config{Dir: cfg.Dir, MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
 	require.NoError(t, err)
 	if edit != nil {
 		edit(r)
@@ -297,9 +298,9 @@ func TestFuzzySnapshotWindowConsistent(t *testing.T) {
 	require.Equal(t, wantBal, bal)
 }
 
-// TestFormatV1Upgrade: a format 1 directory (exact snapshots, meta version
-// 1) is read by Verify, opens to the same state, and Open rewrites its meta
-// record to the current version.
+// TestFormatV1Upgrade: a format 1 directory (exact snapshots, WAL in
+// pebble, meta version 1) opens to the same state: Open migrates its WAL
+// into segments and rewrites its meta record to the current version.
 func TestFormatV1Upgrade(t *testing.T) {
 	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALRetention: -1}
 	wantX, wantBal := filledTo100(t, cfg)
@@ -319,15 +320,18 @@ func TestFormatV1Upgrade(t *testing.T) {
 		man, err := encodeMsgpack(manifestV1{FormatVersion: 1, TxID: 100, MaxAccounts: 8, ChunkAccounts: snapChunkAccounts, Chunks: 1, DedupWindow: cfg.DedupWindow, Refs: uint64(len(r.refs))})
 		require.NoError(t, err)
 		require.NoError(t, db.Set(idKey(prefixSnapshot, 100), man, pebble.Sync))
-		rec, err := encodeMsgpack(meta{FormatVersion: 1, MaxAccounts: 8, Fingerprint: fingerprintOf(1, 8), CreatedUnixNs: 77})
+		rec, err := encodeMsgpack(meta{FormatVersion: 3, MaxAccounts: 8, Fingerprint: fingerprintOf(3, 8), CreatedUnixNs: 77})
 		require.NoError(t, err)
 		require.NoError(t, db.Set(metaKey, rec, pebble.Sync))
 	})
+	downgrade(t, cfg.Dir, 1) // its WAL as W keys in pebble
 	rep, err := Verify(cfg.Dir)
-	require.NoError(t, err)
-	require.Equal(t, []SnapshotCheck{{TxID: 100, Valid: true, Replayed: true}}, rep.Snapshots)
+	require.ErrorIs(t, err, ErrIncompatible, "Verify reads format 3 only: %v", rep)
 	rec, x, bal, err := openState(t, cfg)
 	require.NoError(t, err)
+	rep, err = Verify(cfg.Dir)
+	require.NoError(t, err)
+	require.Equal(t, []SnapshotCheck{{TxID: 100, Valid: true, Replayed: true}}, rep.Snapshots)
 	require.Equal(t, uint64(100), rec.snapshot)
 	require.Equal(t, uint64(100), rec.snapEnd, "a format 1 snapshot is exact")
 	require.Equal(t, wantX, x)
@@ -383,7 +387,7 @@ func fuzzyAnchor(t *testing.T, bad bool) {
 	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALRetention: -1, WALMaxBatch: 8}
 	wantX, wantBal := filledTo100(t, cfg)
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
-		r, err := recoverState(db, &Config{MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
+		r, err := recoverState(db, &Config{Dir: cfg.Dir, MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
 		require.NoError(t, err)
 		if bad {
 			r.bal[3].Add(1_000_000)
@@ -392,15 +396,8 @@ func fuzzyAnchor(t *testing.T, bad bool) {
 		// Balances read as of 100 for a snapshot started at 90.
 		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 90}, r.bal, func() uint64 { return 100 }, nil, nil)
 		require.NoError(t, err)
-		keys := walKeys(t, db)
-		var cut []byte
-		for _, k := range keys {
-			if first, _ := parseIDKey(prefixWAL, k); first <= 91 {
-				cut = k // the batch holding 91 stays
-			}
-		}
-		require.NoError(t, db.DeleteRange(idKey(prefixWAL, 0), cut, pebble.Sync))
 	})
+	rewriteWALFrom(t, cfg.Dir, 91) // the batch holding 91 stays
 	rep, err := Verify(cfg.Dir)
 	if bad {
 		require.ErrorIs(t, err, ErrCorrupt)

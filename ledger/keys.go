@@ -6,17 +6,25 @@ import "encoding/binary"
 // big-endian so that byte order is id order.
 //
 //	"M"                      meta record (msgpack + CRC32C): format version, MaxAccounts
-//	"W" + first tx id        WAL batch (fixed binary + CRC32C), covering first..first+count-1
+//	"N"                      sequence number of the newest WAL segment created (u64 + CRC32C)
+//	"O"                      sequence number of the oldest WAL segment retention keeps (u64 + CRC32C)
+//	"W" + first tx id        format 1 and 2 only: WAL batch, migrated into wal/ by Open
 //	"S" + tx id              snapshot manifest (msgpack + CRC32C) of the state after tx id
 //	"C" + tx id + chunk no.  snapshot chunk (fixed binary + CRC32C)
 const (
 	prefixMeta     = 'M'
+	prefixNewest   = 'N'
+	prefixOldest   = 'O'
 	prefixWAL      = 'W'
 	prefixSnapshot = 'S'
 	prefixChunk    = 'C'
 )
 
-var metaKey = []byte{prefixMeta}
+var (
+	metaKey      = []byte{prefixMeta}
+	newestSegKey = []byte{prefixNewest}
+	oldestSegKey = []byte{prefixOldest}
+)
 
 func idKey(prefix byte, id uint64) []byte {
 	k := make([]byte, 9)

@@ -24,6 +24,7 @@ var killTrials = flag.Int("ledger.kill-trials", 20, "kill -9 trials in TestKill9
 const (
 	crashloadAccounts      = 64
 	crashloadSnapshotEvery = 2000
+	crashloadSegmentSize   = 1 << 20
 )
 
 // TestKill9 runs internal/crashload against one directory, SIGKILLs it at a
@@ -38,7 +39,7 @@ func TestKill9(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 
 	dir := t.TempDir()
-	cfg := Config{Dir: dir, MaxAccounts: crashloadAccounts, SnapshotEvery: crashloadSnapshotEvery, WALRetention: -1,
+	cfg := Config{Dir: dir, MaxAccounts: crashloadAccounts, SnapshotEvery: crashloadSnapshotEvery, WALRetention: -1, WALSegmentSize: crashloadSegmentSize,
 		RingSize: 1024} // not persisted; small rings open faster under -race
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed) // kill points differ every run; the seed names them
@@ -150,7 +151,7 @@ func (k *killChecker) check(t *testing.T, trialAcks []Result, full bool) int {
 		checked++
 	}
 	// Nothing applied twice: every UserRef has at most one original.
-	require.NoError(t, scanWAL(l.db, k.scanned+1, func(tx *walTx) error {
+	require.NoError(t, scanLedgerWAL(l, k.scanned+1, func(tx *walTx) error {
 		if tx.userRef != 0 && tx.fail != Duplicate {
 			o, seen := k.orig[tx.userRef]
 			require.False(t, seen, "UserRef %d applied twice (tx %d and %d)", tx.userRef, o, tx.id)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"runtime"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/lanework/lanework/ledger/internal/wal"
 	"github.com/lanework/lanework/pressure"
 	"github.com/lanework/lanework/ringbuf"
 )
@@ -30,6 +32,7 @@ type pad [128]byte
 type Ledger struct {
 	cfg Config
 	db  *pebble.DB
+	wal *wal.Writer // appended to by the WAL stage only; Find and RemoveBelow from others
 	pm  *pressure.Manager
 	// Stage handles by role, for targeted wakes: a publisher wakes the
 	// stage it feeds, so parked stages downstream stay parked.
@@ -122,31 +125,68 @@ func Open(cfg Config) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, old, err := openDB(&cfg)
+	// Everything that can refuse the directory runs on a read-only
+	// store, so that a refusal writes nothing.
+	ro, err := openChecked(cfg.FS, cfg.Dir)
 	if err != nil {
 		return nil, err
 	}
-	rs, err := recoverState(db, &cfg)
-	if err == nil && old != nil {
-		// A format 1 directory, recovered: from here on it holds fuzzy
-		// snapshots, which a format 1 build must refuse.
-		err = writeMeta(db, &cfg, old.CreatedUnixNs)
+	var m *meta
+	var rs *recovered
+	if ro != nil {
+		m, err = checkMeta(ro, &cfg)
+		if err == nil && m != nil && m.FormatVersion == formatVersion {
+			rs, err = recoverState(ro, &cfg)
+		}
+		if cerr := ro.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	db, err := pebble.Open(cfg.Dir, pebbleOptions(&cfg))
+	if err != nil {
+		return nil, openError(cfg.Dir, "", err)
+	}
+	switch {
+	case m == nil: // a new directory
+		err = writeMeta(db, &cfg, time.Now().UnixNano())
+	case m.FormatVersion != formatVersion:
+		// Format 1 or 2: the WAL moves out of pebble, then recovery runs
+		// on the result (see migrate.go).
+		err = migrate(db, &cfg, m)
+	}
+	if err == nil && rs == nil {
+		rs, err = recoverState(db, &cfg)
 	}
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	l, err := start(cfg, db, rs)
+	if t := rs.torn; t != nil {
+		log.Printf("ledger: %s: %s was not closed cleanly: its records end at offset %d, %d bytes after that dropped; last transaction kept %d",
+			cfg.Dir, t.File, t.Offset, t.Dropped, t.LastKept)
+	}
+	// Recovered: from here on Open may write. A new segment takes the
+	// transactions after the last one kept (an unborn one is replaced).
+	w, err := wal.Create(walOptions(&cfg, db), rs.segs, rs.last+1)
 	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	l, err := start(cfg, db, w, rs)
+	if err != nil {
+		w.Close()
 		db.Close()
 		return nil, err
 	}
 	return l, nil
 }
 
-func start(cfg Config, db *pebble.DB, rs *recovered) (*Ledger, error) {
+func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered) (*Ledger, error) {
 	l := &Ledger{
-		cfg: cfg, db: db, base: rs.last + 1,
+		cfg: cfg, db: db, wal: w, base: rs.last + 1,
 		readable:  rs.bal, // recovery built them in place: no copy
 		epoch:     time.Now(),
 		persistCh: make(chan *snapshotData, 1),
@@ -214,8 +254,9 @@ func (l *Ledger) close() error {
 	l.pm.Close()
 	l.stop()
 	<-l.swept
+	werr := l.wal.Close()
 	err := l.db.Close()
-	return errors.Join(l.storageErr(), err)
+	return errors.Join(l.storageErr(), werr, err)
 }
 
 // fail records a storage error, refuses further work and stops the stages.
@@ -483,7 +524,7 @@ func (l *Ledger) Status(id TxID) (Level, error) {
 }
 
 // Result returns the outcome of a committed transaction, read from the WAL
-// (recent batches are served from pebble's memtable). It does not wait: it
+// (recent segments are usually in the page cache). It does not wait: it
 // fails with ErrNotCommitted for a transaction not yet durable (call Wait
 // with Committed first, or use SubmitAndWait) and with ErrNotFound for an id
 // never sequenced or below the WAL retention.
@@ -498,7 +539,7 @@ func (l *Ledger) Result(id TxID) (Result, error) {
 	case id > x.Committed:
 		return Result{}, fmt.Errorf("tx %d: %w", id, ErrNotCommitted)
 	}
-	return readResult(l.db, uint64(id))
+	return readResult(l.wal, uint64(id))
 }
 
 // Balance returns account's balance: it includes every transaction up to

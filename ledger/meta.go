@@ -9,18 +9,28 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// formatVersion is the on-disk format this package writes. Version 2 made
-// snapshots fuzzy (a manifest names the range (TxID, TxEnd] of transactions
-// that may be partly in its chunks). This build also reads version 1, whose
-// snapshots are exact; Open upgrades such a directory's meta record to 2
-// once it recovered, so that an older build refuses it from then on.
+// formatVersion is the directory format this package writes (the meta
+// record's). Version 3 moved the WAL out of pebble into its own segment
+// files (wal/); version 2 made snapshots fuzzy; version 1 had exact
+// snapshots. This build opens versions 1 and 2 by migrating them (see
+// migrate.go): their WAL batches are copied into segments, then the meta
+// record says 3, so that an older build refuses the directory from then on.
 const (
-	formatVersion   = 2
+	formatVersion   = 3
+	formatVersionV2 = 2
 	formatVersionV1 = 1
 )
 
+// Snapshot manifest versions: 2 is fuzzy (TxEnd), 1 exact.
+const (
+	manifestVersion   = 2
+	manifestVersionV1 = 1
+)
+
 // readableFormat reports whether this build reads format version v.
-func readableFormat(v int) bool { return v == formatVersion || v == formatVersionV1 }
+func readableFormat(v int) bool {
+	return v == formatVersion || v == formatVersionV2 || v == formatVersionV1
+}
 
 // meta is the directory's identity, written once when the directory is
 // created.

@@ -202,7 +202,7 @@ func TestModelRandomOps(t *testing.T) {
 
 	fails := map[FailReason]int{}
 	seen := uint64(0)
-	require.NoError(t, scanWAL(l.db, 1, func(tx *walTx) error {
+	require.NoError(t, scanLedgerWAL(l, 1, func(tx *walTx) error {
 		seen++
 		require.Equal(t, seen, tx.id)
 		w := want[tx.id]

@@ -3,8 +3,6 @@ package ledger
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -20,20 +18,19 @@ func openOffline(fs vfs.FS, dir string) (*pebble.DB, meta, error) {
 	if _, err := fs.Stat(dir); err != nil {
 		return nil, meta{}, fmt.Errorf("ledger: %w", err)
 	}
-	// Look for pebble's manifest marker first: pebble.Open, even read-only,
-	// creates its LOCK file, and the offline tools write nothing.
-	names, err := fs.List(dir)
+	// The checks Open makes before it opens pebble read-write.
+	db, err := openChecked(fs, dir)
 	if err != nil {
-		return nil, meta{}, fmt.Errorf("ledger: %w", err)
+		return nil, meta{}, err
 	}
-	if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "marker.manifest.") }) {
+	if db == nil {
 		return nil, meta{}, fmt.Errorf("%w: %s holds no pebble store", ErrNoLedger, dir)
 	}
-	db, err := pebble.Open(dir, &pebble.Options{FS: fs, ReadOnly: true, Logger: quietLogger{}})
-	if err != nil {
-		return nil, meta{}, openError(dir, " read-only", err)
-	}
 	m, err := readMeta(db)
+	if err == nil && m.FormatVersion != formatVersion {
+		err = fmt.Errorf("%w: %s is format %d (its WAL inside pebble): open it once with this build (ledger serve, or ledger.Open), which migrates it to format %d",
+			ErrIncompatible, dir, m.FormatVersion, formatVersion)
+	}
 	if err != nil {
 		db.Close()
 		return nil, meta{}, err
@@ -55,7 +52,7 @@ func readMeta(db *pebble.DB) (meta, error) {
 		return meta{}, &CorruptError{Key: metaKey, Reason: err.Error()}
 	}
 	if !readableFormat(m.FormatVersion) {
-		return meta{}, fmt.Errorf("%w: format version %d, this build reads %d and %d", ErrIncompatible, m.FormatVersion, formatVersionV1, formatVersion)
+		return meta{}, fmt.Errorf("%w: format version %d, this build reads 1 to %d", ErrIncompatible, m.FormatVersion, formatVersion)
 	}
 	if m.MaxAccounts < 2 || m.MaxAccounts > MaxAccountsLimit || m.Fingerprint != fingerprintOf(m.FormatVersion, m.MaxAccounts) {
 		return meta{}, &CorruptError{Key: metaKey, Reason: fmt.Sprintf("MaxAccounts %d does not match fingerprint %08x", m.MaxAccounts, m.Fingerprint)}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/lanework/lanework/ledger/internal/wal"
 )
 
 // recovered is the state Open starts the pipeline from.
@@ -18,7 +19,9 @@ type recovered struct {
 	dedup    *dedup         // Transactor's dedup index after last
 	refs     []refEntry     // the dedup window after last, for the Snapshotter
 	replayed uint64         // WAL transactions replayed
-	torn     []byte         // key of a discarded torn tail batch, if any
+	torn     *TornTail      // the torn tail dropped, if any
+	segs     []wal.Segment  // live WAL segments, oldest first
+	unborn   string         // a newest segment whose creation a crash cut short
 	// win tracks, while the replay is inside the loaded snapshot's window
 	// (snapshot, snapEnd], every account an entry touched: its chunk value,
 	// and whether that value was one of the account's balances in the window.
@@ -33,19 +36,19 @@ type winAcct struct {
 // recoveryInfo records what Open recovered, for tests and tools.
 type recoveryInfo struct {
 	last, snapshot, snapEnd, replayed uint64
-	torn                              []byte
+	torn                              *TornTail
 }
 
 // recoverState loads the newest valid snapshot and replays the WAL after it.
 //
-// Rules: every batch's CRC and structure are verified, and every entry's
-// resulting balance must equal the replayed balance plus its delta, except
-// for an account's first entry inside the snapshot's window (below), which
-// sets it. A batch that fails and is the last WAL key is a torn tail: it is
-// deleted (synced) and recovery ends before it, unless the snapshot's window
-// reaches it (it was synced before the manifest). A failing batch followed by
-// another, a gap or overlap in ids, or a non-zero balance sum refuses to open
-// with a *CorruptError naming the key and tx range.
+// Rules: the WAL is read by wal.Scan's rules (see package wal: only a torn
+// tail of the newest segment is dropped; any other damage is a
+// *CorruptError naming file, offset and tx range), every batch's CRC and
+// structure are verified, and every entry's resulting balance must equal the
+// replayed balance plus its delta, except for an account's first entry
+// inside the snapshot's window (below), which sets it. A torn tail the
+// snapshot's window reaches was synced before the manifest: damage. A gap
+// in ids or a non-zero balance sum refuses too. recoverState writes nothing.
 //
 // A snapshot is fuzzy: its chunks were read while the Snapshotter applied
 // (S0, S1], so an account's chunk value is its balance after S0 or after one
@@ -68,7 +71,7 @@ func recoverState(db *pebble.DB, cfg *Config) (*recovered, error) {
 			Reason: fmt.Sprintf("transactions missing from the WAL: snapshot %d holds balances up to tx %d", rs.snapshot, rs.snapEnd)}
 	}
 	if sum := sumBalances(rs.bal); sum != 0 {
-		return nil, &CorruptError{Key: []byte{prefixWAL}, LastTx: TxID(rs.last), Reason: fmt.Sprintf("balances sum to %d after replay", sum)}
+		return nil, &CorruptError{File: walDir, LastTx: TxID(rs.last), Reason: fmt.Sprintf("balances sum to %d after replay", sum)}
 	}
 	// The Snapshotter's window is the Transactor's, in id order.
 	rs.dedup.fifo.trim(rs.last+1, rs.dedup.forget)
@@ -143,9 +146,9 @@ func readSnapshot(db *pebble.DB, maxAccounts, id uint64, val []byte, put func(fi
 	}
 	end := m.TxEnd
 	switch m.FormatVersion {
-	case formatVersionV1:
+	case manifestVersionV1:
 		end = m.TxID
-	case formatVersion:
+	case manifestVersion:
 	default:
 		return snapInfo{}, fmt.Errorf("manifest format version %d", m.FormatVersion)
 	}
@@ -198,64 +201,58 @@ func readSnapshot(db *pebble.DB, maxAccounts, id uint64, val []byte, put func(fi
 	return snapInfo{end: end, refs: refs}, nil
 }
 
+// replayWAL scans the WAL (wal.Scan's rules) and replays every batch after
+// rs.last. It reads only.
 func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
-	it, err := prefixIter(db, prefixWAL)
+	bounds, err := readBounds(db)
 	if err != nil {
 		return err
 	}
-	defer it.Close()
-	// The batch holding last+1 may start at or before last.
-	ok := it.SeekLT(idKey(prefixWAL, rs.last+2))
-	if !ok {
-		ok = it.First()
-	}
 	var t walTx
-	for ; ok; ok = it.Next() {
-		key := it.Key()
-		first, kok := parseIDKey(prefixWAL, key)
-		b, err := openBatch(it.Value())
-		if err == nil && (!kok || b.first != first) {
-			err = fmt.Errorf("key names tx %d, batch starts at %d", first, b.first)
+	// Every segment is read in full, below the snapshot too: the same
+	// rules as Verify, whatever the snapshot covers.
+	res, err := wal.Scan(walOptions(cfg, nil), bounds, 0, func(seg wal.Segment, off int64, p []byte) error {
+		b, err := openBatch(p) // Scan verified it
+		if err != nil || b.last() <= rs.last {
+			return err
 		}
-		if err == nil && b.last() <= rs.last {
-			continue // entirely covered by the snapshot
+		if b.first > rs.last+1 {
+			return &CorruptError{File: walDir + "/" + seg.Name(), Offset: off, FirstTx: TxID(rs.last + 1), LastTx: TxID(b.first - 1), Reason: "transactions missing from the WAL"}
 		}
-		if err == nil && first > rs.last+1 {
-			return &CorruptError{Key: clone(key), FirstTx: TxID(rs.last + 1), LastTx: TxID(first - 1), Reason: "transactions missing from the WAL"}
-		}
-		if err == nil {
-			if err := replayBatch(&b, &t, rs); err != nil {
-				var ce *CorruptError
-				if errors.As(err, &ce) {
-					return err // the snapshot's window does not replay
-				}
-				// The checksum held, so this is no torn write.
-				return &CorruptError{Key: clone(key), FirstTx: TxID(b.first), LastTx: TxID(b.last()), Reason: err.Error()}
+		if err := replayBatch(&b, &t, rs); err != nil {
+			var ce *CorruptError
+			if errors.As(err, &ce) {
+				return err // the snapshot's window does not replay
 			}
-			continue
+			// The checksums held, so this is no torn write.
+			return &CorruptError{File: walDir + "/" + seg.Name(), Offset: off, FirstTx: TxID(b.first), LastTx: TxID(b.last()), Reason: err.Error()}
 		}
-		k := clone(key)
-		if it.Next() {
-			next, _ := parseIDKey(prefixWAL, it.Key())
-			return &CorruptError{Key: k, FirstTx: TxID(first), LastTx: TxID(next - 1), Reason: err.Error()}
-		}
-		if ierr := it.Error(); ierr != nil {
-			return ierr
-		}
-		if kok && first <= max(rs.last, rs.snapEnd) {
-			// The snapshot proves this batch was synced (its manifest was
-			// written after every transaction up to its TxEnd was durable):
-			// damage, not a torn write, and deleting it would lose history.
-			return &CorruptError{Key: k, FirstTx: TxID(first), LastTx: TxID(max(rs.last, rs.snapEnd)), Reason: fmt.Sprintf("%v (covered by snapshot %d, so not a torn write)", err, rs.snapshot)}
-		}
-		// Torn tail: discard it, durably, so that new ids reuse its range.
-		if derr := db.Delete(k, pebble.Sync); derr != nil {
-			return derr
-		}
-		rs.torn = k
+		return nil
+	})
+	if err != nil {
+		return walError(err)
+	}
+	rs.segs, rs.torn, rs.unborn = res.Segments, tornTail(res.Torn), res.Unborn
+	if len(res.Segments) == 0 {
 		return nil
 	}
-	return it.Error()
+	if tt := rs.torn; tt != nil && uint64(tt.LastKept) < rs.snapEnd {
+		// The snapshot proves the torn record was synced (its manifest was
+		// written after every transaction up to its TxEnd was durable):
+		// damage, not a torn write.
+		return &CorruptError{File: tt.File, Offset: tt.Offset, FirstTx: tt.LastKept + 1, LastTx: TxID(rs.snapEnd),
+			Reason: fmt.Sprintf("damaged record covered by snapshot %d, so not a torn write", rs.snapshot)}
+	}
+	if res.First > rs.last+1 {
+		return &CorruptError{File: walDir + "/" + res.Segments[0].Name(), FirstTx: TxID(rs.last + 1), LastTx: TxID(res.First - 1),
+			Reason: fmt.Sprintf("transactions missing from the WAL: it starts at tx %d, the snapshot ends at tx %d", res.First, rs.last)}
+	}
+	if res.Last < rs.last {
+		seg := res.Segments[len(res.Segments)-1]
+		return &CorruptError{File: walDir + "/" + seg.Name(), FirstTx: TxID(res.Last + 1), LastTx: TxID(rs.last),
+			Reason: fmt.Sprintf("the WAL ends at tx %d, before snapshot %d", res.Last, rs.snapshot)}
+	}
+	return nil
 }
 
 // replayBatch applies the transactions of b after rs.last. Outside the

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/binary"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -98,10 +99,11 @@ func TestReopenSnapshotPlusWAL(t *testing.T) {
 }
 
 func TestRetentionPrunesWAL(t *testing.T) {
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: 200, WALRetention: 100, WALMaxBatch: 16}
+	// Retention removes whole segments: small ones, snapshots further apart.
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: 2000, WALRetention: 100, WALMaxBatch: 64, WALSegmentSize: 256 << 10}
 	l, err := Open(cfg)
 	require.NoError(t, err)
-	last := submitMany(t, l, 2000, 1)
+	last := submitMany(t, l, 12000, 1)
 	want, err := l.Result(last)
 	require.NoError(t, err)
 	x0, _ := l.Indexes()
@@ -161,87 +163,50 @@ func withDB(t *testing.T, dir string, f func(db *pebble.DB)) {
 	require.NoError(t, db.Close())
 }
 
-func walKeys(t *testing.T, db *pebble.DB) [][]byte {
-	it, err := prefixIter(db, prefixWAL)
-	require.NoError(t, err)
-	var keys [][]byte
-	for ok := it.First(); ok; ok = it.Next() {
-		keys = append(keys, clone(it.Key()))
-	}
-	require.NoError(t, it.Close())
-	return keys
-}
-
-func TestTornTailDiscarded(t *testing.T) {
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1}
-	l, err := Open(cfg)
-	require.NoError(t, err)
-	last := submitMany(t, l, 50, 1)
-	require.NoError(t, l.Close())
-	torn := idKey(prefixWAL, uint64(last)+1)
-	withDB(t, cfg.Dir, func(db *pebble.DB) {
-		// An incomplete batch: a valid header claiming 10 txs, cut short.
-		val, _ := encodeBatch(nil, []txRecord{{id: uint64(last) + 1, kind: KindDeposit, n: 2,
-			inline: [2]Entry{{0, -1, -1}, {1, 1, 1}}}}, walMaxBytes)
-		require.NoError(t, db.Set(torn, val[:len(val)-5], pebble.Sync))
-	})
-	l, err = Open(cfg)
-	require.NoError(t, err)
-	require.Equal(t, torn, l.recovered.torn)
-	x, _ := l.Indexes()
-	require.Equal(t, last, x.Committed)
-	id, err := l.Submit(Deposit{Account: 1, Amount: 1})
-	require.NoError(t, err)
-	require.Equal(t, last+1, id)
-	require.NoError(t, l.Close())
-}
-
-func TestCorruptMiddleRefusesToOpen(t *testing.T) {
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALMaxBatch: 8}
-	l, err := Open(cfg)
-	require.NoError(t, err)
-	submitMany(t, l, 200, 1)
-	require.NoError(t, l.Close())
-	var bad, next []byte
-	withDB(t, cfg.Dir, func(db *pebble.DB) {
-		keys := walKeys(t, db)
-		require.Greater(t, len(keys), 3)
-		bad, next = keys[1], keys[2]
-		v, closer, err := db.Get(bad)
-		require.NoError(t, err)
-		v = clone(v)
-		closer.Close()
-		v[len(v)-1] ^= 0xff
-		require.NoError(t, db.Set(bad, v, pebble.Sync))
-	})
-	_, err = Open(cfg)
-	var ce *CorruptError
-	require.ErrorAs(t, err, &ce)
-	require.ErrorIs(t, err, ErrCorrupt)
-	first, _ := parseIDKey(prefixWAL, bad)
-	nf, _ := parseIDKey(prefixWAL, next)
-	require.Equal(t, bad, ce.Key)
-	require.Equal(t, TxID(first), ce.FirstTx)
-	require.Equal(t, TxID(nf-1), ce.LastTx)
-	require.Contains(t, ce.Error(), "checksum")
-}
-
+// A batch whose checksums hold but whose resulting balance does not
+// continue the account's previous one refuses to open, naming the segment,
+// the record's offset and the transaction; Verify finds the same.
 func TestInconsistentBalanceRefusesToOpen(t *testing.T) {
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1}
-	l, err := Open(cfg)
-	require.NoError(t, err)
-	last := submitMany(t, l, 20, 1)
-	require.NoError(t, l.Close())
-	withDB(t, cfg.Dir, func(db *pebble.DB) {
-		// Checksummed, well-formed, but its resulting balance is wrong.
-		val, _ := encodeBatch(nil, []txRecord{{id: uint64(last) + 1, kind: KindDeposit, n: 2,
-			inline: [2]Entry{{0, -1, 12345}, {1, 1, 1}}}}, walMaxBytes)
-		require.NoError(t, db.Set(idKey(prefixWAL, uint64(last)+1), val, pebble.Sync))
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALMaxBatch: 8}
+	fillLedger(t, cfg, 40)
+	b := walBatches(t, cfg.Dir)[2]
+	patchBatch(t, b, func(batch []byte) {
+		// The first tx is a deposit with a UserRef: header, ref, then its
+		// system-account entry, whose resulting balance is at 24+16+16.
+		binary.LittleEndian.PutUint64(batch[56:], binary.LittleEndian.Uint64(batch[56:])+1)
+		resealBatch(batch)
 	})
-	_, err = Open(cfg)
+	before := dirDigest(t, cfg.Dir)
+	_, err := Open(cfg)
 	var ce *CorruptError
 	require.ErrorAs(t, err, &ce)
-	require.Equal(t, last+1, ce.FirstTx)
+	require.Equal(t, TxID(b.first), ce.FirstTx)
+	require.Equal(t, b.off, ce.Offset)
+	require.Contains(t, ce.Reason, "recorded as")
+	require.Equal(t, before, dirDigest(t, cfg.Dir))
+	rep, err := Verify(cfg.Dir)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Equal(t, TxID(b.first), rep.Findings[0].FirstTx)
+	require.Contains(t, rep.Findings[0].Reason, "recorded as")
+}
+
+// A checksum-valid batch that skips ids is refused by Open and Verify.
+func TestGapRefusesToOpen(t *testing.T) {
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALMaxBatch: 8}
+	fillLedger(t, cfg, 40)
+	b := walBatches(t, cfg.Dir)[2]
+	patchBatch(t, b, func(batch []byte) {
+		binary.LittleEndian.PutUint64(batch[4:], b.first+5)
+		resealBatch(batch)
+	})
+	_, err := Open(cfg)
+	var ce *CorruptError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, TxID(b.first), ce.FirstTx)
+	require.Contains(t, ce.Reason, "want")
+	_, err = Verify(cfg.Dir)
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, TxID(b.first), ce.FirstTx)
 }
 
 func TestOtherFormatVersionRefused(t *testing.T) {

@@ -3,7 +3,7 @@ package ledger
 import (
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/lanework/lanework/ledger/internal/wal"
 	"github.com/lanework/lanework/pressure"
 )
 
@@ -15,8 +15,8 @@ const (
 	// touchAhead is how many requests the Transactor touches (loads their
 	// overlay and readable lines) before executing them.
 	touchAhead = 64
-	// walMaxBytes bounds one WAL batch value, well under half the memtable
-	// (pebble hands larger batches over as whole memtables).
+	// walMaxBytes bounds one WAL batch record (and wal.MaxBatch of the
+	// segment size).
 	walMaxBytes = 8 << 20
 )
 
@@ -146,17 +146,16 @@ func (l *Ledger) deliver(recs []txRecord, level Level) {
 }
 
 // runWAL group-commits whatever the Transactor has computed, up to
-// WALMaxBatch transactions, as one pebble key written with Sync. Under light
-// load that is a batch of one; under heavy load transactions pile up during
-// each sync and the next batch is large. Committed advances only after the
-// sync returns: everything at or below it survives a crash.
+// WALMaxBatch transactions, as one record of the WAL's newest segment,
+// synced with fdatasync. Under light load that is a batch of one; under
+// heavy load transactions pile up during each sync and the next batch is
+// large. Committed advances only after the sync returns: everything at or
+// below it survives a crash.
 func (l *Ledger) runWAL(st *pressure.Stage) {
 	defer l.wg.Done()
 	defer func() { l.walDone.Store(true); l.pm.Wake() }()
-	var key [9]byte
-	buf := make([]byte, 0, 1<<20)
-	b := l.db.NewBatch()
-	defer b.Close()
+	buf := make([]byte, wal.HeaderRoom, 1<<20)
+	maxBytes := min(walMaxBytes, wal.MaxBatch(l.cfg.WALSegmentSize)) - wal.HeaderRoom
 	for {
 		recs := l.toWAL.PeekN(l.cfg.WALMaxBatch)
 		if len(recs) == 0 {
@@ -170,20 +169,15 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 		}
 		st.OnWork()
 		var k int
-		buf, k = encodeBatch(buf[:0], recs, walMaxBytes)
+		buf, k = encodeBatch(buf[:wal.HeaderRoom], recs, maxBytes)
 		recs = recs[:k]
-		b.Reset()
-		err := b.Set(putIDKey(&key, prefixWAL, recs[0].id), buf, nil)
 		t0 := time.Now()
-		if err == nil {
-			err = b.Commit(pebble.Sync)
-		}
-		if err != nil {
+		if err := l.wal.Append(buf, recs[0].id, recs[k-1].id); err != nil {
 			l.fail(err)
 			return
 		}
 		l.walSyncNs.Add(uint64(time.Since(t0)))
-		l.walBytes.Add(uint64(len(buf)))
+		l.walBytes.Add(uint64(len(buf) - wal.HeaderRoom))
 		l.walBatches.Add(1)
 		last := recs[k-1].id
 		l.committed.Store(last)
@@ -286,7 +280,7 @@ func (l *Ledger) takeSnapshot(at uint64, refs *refWindow) bool {
 }
 
 // runPersister writes the snapshots the Snapshotter hands over, one at a
-// time, prunes old snapshots and WAL, and releases the Snapshot calls the
+// time, prunes old snapshots and WAL segments, and releases the Snapshot calls the
 // new snapshot covers.
 func (l *Ledger) runPersister() {
 	defer l.wg.Done()
@@ -298,6 +292,10 @@ func (l *Ledger) runPersister() {
 			hook = *h
 		}
 		buf, err = writeSnapshot(l.db, &l.cfg, s, l.readable, l.applying.Load, hook, buf)
+		if err == nil && l.cfg.WALRetention >= 0 && s.txID > uint64(l.cfg.WALRetention) {
+			// Whole segments below the snapshot minus the retention go.
+			_, err = l.wal.RemoveBelow(s.txID - uint64(l.cfg.WALRetention) + 1)
+		}
 		if err != nil {
 			l.fail(err)
 		} else {

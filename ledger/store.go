@@ -21,30 +21,26 @@ func (quietLogger) Fatalf(format string, args ...any) {
 	pebble.DefaultLogger.Fatalf(format, args...)
 }
 
-// openDB opens the directory and checks its meta record. old is the meta
-// record of a format 1 directory, which Open rewrites once it recovered; nil
-// for a current one.
-func openDB(cfg *Config) (db *pebble.DB, old *meta, err error) {
+// corruptionListener returns pebble's corruption report to the read that
+// found it: by default pebble's Logger.Fatalf ends the process.
+func corruptionListener() *pebble.EventListener {
+	return &pebble.EventListener{DataCorruption: func(pebble.DataCorruptionInfo) {}}
+}
+
+// pebbleOptions are the options the engine opens pebble with.
+func pebbleOptions(cfg *Config) *pebble.Options {
 	opts := &pebble.Options{
-		FS:     cfg.FS,
-		Logger: quietLogger{},
-		// WAL batches arrive as few large values; a large memtable keeps
-		// flushes rare and lets recent Result reads hit memory.
+		FS:            cfg.FS,
+		Logger:        quietLogger{},
+		EventListener: corruptionListener(),
+		// Snapshot chunks arrive as large values; a large memtable keeps
+		// flushes rare.
 		MemTableSize:                32 << 20,
 		MemTableStopWritesThreshold: 4,
 	}
-	// CPU, not disk, is what two cores run out of; WAL values live only
-	// until retention deletes them and are read only by recovery.
+	// CPU, not disk, is what two cores run out of.
 	opts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
-	db, err = pebble.Open(cfg.Dir, opts)
-	if err != nil {
-		return nil, nil, openError(cfg.Dir, "", err)
-	}
-	if old, err = checkMeta(db, cfg); err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	return db, old, nil
+	return opts
 }
 
 // writeMeta writes the meta record of the current format, synced.
@@ -60,40 +56,37 @@ func writeMeta(db *pebble.DB, cfg *Config, created int64) error {
 	return nil
 }
 
-// checkMeta writes the meta record of a new directory, or checks that an
-// existing one matches cfg; old is the meta record of a format 1 directory.
-func checkMeta(db *pebble.DB, cfg *Config) (old *meta, err error) {
-	val, closer, err := db.Get(metaKey)
+// checkMeta checks the meta record of an existing directory against cfg.
+// It returns nil for a store that holds no key and a directory without WAL
+// segments (one whose first Open stopped before it wrote the meta record).
+func checkMeta(db *pebble.DB, cfg *Config) (*meta, error) {
+	_, closer, err := db.Get(metaKey)
 	if errors.Is(err, pebble.ErrNotFound) {
-		if nonEmpty, err := hasKeys(db); err != nil || nonEmpty {
-			if err == nil {
-				err = &CorruptError{Key: metaKey, Reason: "meta record missing from a non-empty directory"}
-			}
+		nonEmpty, err := hasKeys(db)
+		if err != nil {
 			return nil, err
 		}
-		return nil, writeMeta(db, cfg, time.Now().UnixNano())
+		segs, _, err := listSegments(cfg.FS, cfg.Dir)
+		if err != nil {
+			return nil, err
+		}
+		if nonEmpty || len(segs) > 0 {
+			return nil, &CorruptError{Key: metaKey, Reason: fmt.Sprintf("meta record missing from a directory with records (%t) or WAL segments (%d)", nonEmpty, len(segs))}
+		}
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ledger: read meta: %w", err)
 	}
-	m, err := decodeMeta(val)
 	closer.Close()
+	m, err := readMeta(db)
 	if err != nil {
-		return nil, &CorruptError{Key: metaKey, Reason: err.Error()}
-	}
-	if !readableFormat(m.FormatVersion) {
-		return nil, fmt.Errorf("%w: format version %d, this build reads %d and %d", ErrIncompatible, m.FormatVersion, formatVersionV1, formatVersion)
+		return nil, err
 	}
 	if m.MaxAccounts != cfg.MaxAccounts {
 		return nil, fmt.Errorf("%w: created with MaxAccounts %d, opened with %d", ErrIncompatible, m.MaxAccounts, cfg.MaxAccounts)
 	}
-	if want := fingerprintOf(m.FormatVersion, cfg.MaxAccounts); m.Fingerprint != want {
-		return nil, fmt.Errorf("%w: config fingerprint %08x, want %08x", ErrIncompatible, m.Fingerprint, want)
-	}
-	if m.FormatVersion != formatVersion {
-		return &m, nil
-	}
-	return nil, nil
+	return &m, nil
 }
 
 func hasKeys(db *pebble.DB) (bool, error) {
@@ -109,38 +102,6 @@ func prefixIter(db *pebble.DB, p byte) (*pebble.Iterator, error) {
 	return db.NewIter(&pebble.IterOptions{LowerBound: []byte{p}, UpperBound: prefixEnd(p)})
 }
 
-// readResult finds transaction id in the WAL.
-func readResult(db *pebble.DB, id uint64) (Result, error) {
-	it, err := prefixIter(db, prefixWAL)
-	if err != nil {
-		return Result{}, err
-	}
-	defer it.Close()
-	if !it.SeekLT(idKey(prefixWAL, id+1)) {
-		if err := it.Error(); err != nil {
-			return Result{}, err
-		}
-		return Result{}, fmt.Errorf("tx %d: %w", id, ErrNotFound)
-	}
-	b, err := openBatch(it.Value())
-	if err != nil {
-		return Result{}, &CorruptError{Key: append([]byte(nil), it.Key()...), Reason: err.Error()}
-	}
-	var t walTx
-	for {
-		ok, err := b.next(&t)
-		if err != nil {
-			return Result{}, &CorruptError{Key: append([]byte(nil), it.Key()...), FirstTx: TxID(b.first), LastTx: TxID(b.last()), Reason: err.Error()}
-		}
-		if !ok {
-			return Result{}, fmt.Errorf("tx %d: %w", id, ErrNotFound)
-		}
-		if t.id == id {
-			return t.result(), nil
-		}
-	}
-}
-
 // snapshotData is what the Snapshotter hands the persister: the id S0 of
 // the last transaction it had applied and the dedup window as of S0. The
 // balances are not copied: the persister reads them from the readable
@@ -152,7 +113,7 @@ type snapshotData struct {
 
 // writeSnapshot persists a fuzzy snapshot of bal, started after transaction
 // s.txID (every balance is at least that new), then deletes snapshots older
-// than the previous one and the WAL below s.txID-retention. end is called
+// than the previous one. end is called
 // once every chunk is read and returns an id S1 >= every transaction whose
 // resulting balance a chunk may hold, already durable in the WAL; the
 // manifest records (s.txID, S1] as TxID and TxEnd. hook, if not nil, runs
@@ -183,7 +144,7 @@ func writeSnapshot(db *pebble.DB, cfg *Config, s *snapshotData, bal []atomic.Int
 		return buf, err
 	}
 	man, err := encodeMsgpack(manifest{
-		FormatVersion: formatVersion, TxID: s.txID, TxEnd: s1, MaxAccounts: uint64(len(bal)),
+		FormatVersion: manifestVersion, TxID: s.txID, TxEnd: s1, MaxAccounts: uint64(len(bal)),
 		ChunkAccounts: snapChunkAccounts, Chunks: uint32(n), DedupWindow: cfg.DedupWindow,
 		Refs: uint64(len(s.refs)), CreatedUnixNs: time.Now().UnixNano(),
 	})
@@ -196,11 +157,12 @@ func writeSnapshot(db *pebble.DB, cfg *Config, s *snapshotData, bal []atomic.Int
 	if err := b.Commit(pebble.Sync); err != nil {
 		return buf, fmt.Errorf("ledger: write snapshot %d: %w", s.txID, err)
 	}
-	return buf, prune(db, cfg, s.txID)
+	return buf, prune(db)
 }
 
-// prune keeps the two newest snapshots and the WAL from newest-retention on.
-func prune(db *pebble.DB, cfg *Config, newest uint64) error {
+// prune keeps the two newest snapshots; the WAL's retention is the
+// persister's (wal.Writer.RemoveBelow).
+func prune(db *pebble.DB) error {
 	it, err := prefixIter(db, prefixSnapshot)
 	if err != nil {
 		return err
@@ -214,66 +176,12 @@ func prune(db *pebble.DB, cfg *Config, newest uint64) error {
 	if err := errors.Join(it.Error(), it.Close()); err != nil {
 		return err
 	}
-	b := db.NewBatch()
-	defer b.Close()
-	if seen == 2 {
-		_ = b.DeleteRange(idKey(prefixSnapshot, 0), idKey(prefixSnapshot, keep), nil)
-		_ = b.DeleteRange(chunkKey(0, 0), chunkKey(keep, 0), nil)
-	}
-	if cfg.WALRetention >= 0 && newest > uint64(cfg.WALRetention) {
-		cut := newest - uint64(cfg.WALRetention) // keep transactions > cut
-		// The batch holding cut+1 and everything after it stay.
-		wit, err := prefixIter(db, prefixWAL)
-		if err != nil {
-			return err
-		}
-		if wit.SeekLT(idKey(prefixWAL, cut+2)) {
-			_ = b.DeleteRange(idKey(prefixWAL, 0), append([]byte(nil), wit.Key()...), nil)
-		}
-		if err := errors.Join(wit.Error(), wit.Close()); err != nil {
-			return err
-		}
-	}
-	if b.Empty() {
+	if seen < 2 {
 		return nil
 	}
+	b := db.NewBatch()
+	defer b.Close()
+	_ = b.DeleteRange(idKey(prefixSnapshot, 0), idKey(prefixSnapshot, keep), nil)
+	_ = b.DeleteRange(chunkKey(0, 0), chunkKey(keep, 0), nil)
 	return b.Commit(pebble.NoSync)
-}
-
-// scanWAL calls fn for every transaction in the WAL with id >= from, in id
-// order, after verifying each batch. Recovery, Result and the offline tools
-// share the decoding; scanWAL itself only reads.
-func scanWAL(db *pebble.DB, from uint64, fn func(*walTx) error) error {
-	it, err := prefixIter(db, prefixWAL)
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	ok := it.SeekLT(idKey(prefixWAL, from+1))
-	if !ok {
-		ok = it.First()
-	}
-	var t walTx
-	for ; ok; ok = it.Next() {
-		b, err := openBatch(it.Value())
-		if err != nil {
-			return &CorruptError{Key: clone(it.Key()), Reason: err.Error()}
-		}
-		for {
-			more, err := b.next(&t)
-			if err != nil {
-				return &CorruptError{Key: clone(it.Key()), FirstTx: TxID(b.first), LastTx: TxID(b.last()), Reason: err.Error()}
-			}
-			if !more {
-				break
-			}
-			if t.id < from {
-				continue
-			}
-			if err := fn(&t); err != nil {
-				return err
-			}
-		}
-	}
-	return it.Error()
 }

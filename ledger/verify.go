@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lanework/lanework/ledger/internal/wal"
 )
 
 // VerifyReport is what Verify found in a ledger directory.
@@ -19,10 +20,10 @@ type VerifyReport struct {
 	// FromZero is true when the WAL starts at transaction 1, so every
 	// resulting balance was checked against a replay from zero.
 	FromZero bool
-	// TornTail is the key of a final WAL batch that fails to decode: the
-	// remains of a write cut short by a crash, never acknowledged. Open
-	// discards it; Verify does not count it as a finding.
-	TornTail  []byte
+	// TornTail is the torn tail of the newest WAL segment (the remains of
+	// a write cut short by a crash, never acknowledged), nil if none. Open
+	// drops it; Verify does not count it as a finding.
+	TornTail  *TornTail
 	Snapshots []SnapshotCheck
 	// Findings lists every inconsistency, in key order. Verify returns a
 	// non-nil error exactly when it is non-empty.
@@ -53,8 +54,15 @@ type SnapshotCheck struct {
 func Verify(dir string) (*VerifyReport, error) { return verifyFS(nil, dir) }
 
 func verifyFS(fs vfs.FS, dir string) (*VerifyReport, error) {
+	if fs == nil {
+		fs = vfs.Default
+	}
 	db, m, err := openOffline(fs, dir)
 	if err != nil {
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			return &VerifyReport{Findings: []*CorruptError{ce}}, err
+		}
 		return nil, err
 	}
 	defer db.Close()
@@ -62,14 +70,14 @@ func verifyFS(fs vfs.FS, dir string) (*VerifyReport, error) {
 	if err := v.loadSnapshots(db); err != nil {
 		return nil, err
 	}
-	if err := v.scan(db); err != nil {
+	if err := v.scan(fs, dir, db); err != nil {
 		return nil, err
 	}
 	for _, s := range v.active {
-		v.finding(idKey(prefixSnapshot, s.id), s.id+1, s.end, "the WAL ends at tx %d, inside snapshot %d's window up to tx %d", v.last, s.id, s.end)
+		v.finding(keyLoc(idKey(prefixSnapshot, s.id)), s.id+1, s.end, "the WAL ends at tx %d, inside snapshot %d's window up to tx %d", v.last, s.id, s.end)
 	}
 	for _, s := range v.snaps[v.next:] {
-		v.finding(idKey(prefixSnapshot, s.id), s.id, s.end, "snapshot is newer than the WAL")
+		v.finding(keyLoc(idKey(prefixSnapshot, s.id)), s.id, s.end, "snapshot is newer than the WAL")
 	}
 	if v.nKnown == uint64(len(v.bal)) {
 		var sum int64
@@ -77,7 +85,7 @@ func verifyFS(fs vfs.FS, dir string) (*VerifyReport, error) {
 			sum += b
 		}
 		if sum != 0 {
-			v.finding([]byte{prefixWAL}, 0, uint64(v.rep.LastTx), "balances sum to %d after replay", sum)
+			v.finding(loc{file: walDir}, 0, uint64(v.rep.LastTx), "balances sum to %d after replay", sum)
 		}
 	}
 	errs := make([]error, len(v.rep.Findings))
@@ -120,8 +128,17 @@ type verifier struct {
 	anchored map[uint64]int64
 }
 
-func (v *verifier) finding(key []byte, first, last uint64, format string, args ...any) {
-	v.rep.Findings = append(v.rep.Findings, &CorruptError{Key: clone(key), FirstTx: TxID(first), LastTx: TxID(last), Reason: fmt.Sprintf(format, args...)})
+// loc is where a finding is: a file and offset, or a pebble key.
+type loc struct {
+	file string
+	off  int64
+	key  []byte
+}
+
+func keyLoc(k []byte) loc { return loc{key: clone(k)} }
+
+func (v *verifier) finding(at loc, first, last uint64, format string, args ...any) {
+	v.rep.Findings = append(v.rep.Findings, &CorruptError{File: at.file, Offset: at.off, Key: at.key, FirstTx: TxID(first), LastTx: TxID(last), Reason: fmt.Sprintf(format, args...)})
 }
 
 func (v *verifier) forget() {
@@ -148,7 +165,7 @@ func (v *verifier) loadSnapshots(db *pebble.DB) error {
 	for ok := it.First(); ok; ok = it.Next() {
 		id, ok := parseIDKey(prefixSnapshot, it.Key())
 		if !ok {
-			v.finding(it.Key(), 0, 0, "malformed snapshot key")
+			v.finding(keyLoc(it.Key()), 0, 0, "malformed snapshot key")
 			continue
 		}
 		v.rep.Snapshots = append(v.rep.Snapshots, SnapshotCheck{TxID: TxID(id)})
@@ -159,7 +176,7 @@ func (v *verifier) loadSnapshots(db *pebble.DB) error {
 			}
 		})
 		if err != nil {
-			v.finding(it.Key(), id, id, "snapshot: %v", err)
+			v.finding(keyLoc(it.Key()), id, id, "snapshot: %v", err)
 			continue
 		}
 		v.rep.Snapshots[len(v.rep.Snapshots)-1].Valid = true
@@ -208,14 +225,14 @@ func (v *verifier) reachSnapshots(refOf func(uint64) (uint64, bool)) {
 				s.pending[uint64(a)] = b
 			default:
 				if mismatch == 0 {
-					v.finding(idKey(prefixSnapshot, s.id), s.id, s.id, "account %d is %d in the snapshot, %d in the WAL replay", a, b, v.bal[a])
+					v.finding(keyLoc(idKey(prefixSnapshot, s.id)), s.id, s.id, "account %d is %d in the snapshot, %d in the WAL replay", a, b, v.bal[a])
 				}
 				mismatch++
 			}
 		}
 		for _, r := range s.refs {
 			if ref, ok := refOf(r.id); ok && ref != r.ref {
-				v.finding(idKey(prefixSnapshot, s.id), s.id, s.id, "dedup window names ref %d for tx %d, the WAL %d", r.ref, r.id, ref)
+				v.finding(keyLoc(idKey(prefixSnapshot, s.id)), s.id, s.id, "dedup window names ref %d for tx %d, the WAL %d", r.ref, r.id, ref)
 				break
 			}
 		}
@@ -261,7 +278,7 @@ func (v *verifier) closeWindows() {
 			continue
 		}
 		for a, c := range s.pending {
-			v.finding(idKey(prefixSnapshot, s.id), s.id+1, s.end, "account %d is %d in the snapshot, never its balance in txs %d..%d of the WAL replay", a, c, s.id+1, s.end)
+			v.finding(keyLoc(idKey(prefixSnapshot, s.id)), s.id+1, s.end, "account %d is %d in the snapshot, never its balance in txs %d..%d of the WAL replay", a, c, s.id+1, s.end)
 			break
 		}
 		v.rep.Snapshots[s.rep].Replayed = s.complete && len(s.pending) == 0
@@ -272,12 +289,16 @@ func (v *verifier) closeWindows() {
 	}
 }
 
-func (v *verifier) scan(db *pebble.DB) error {
-	it, err := prefixIter(db, prefixWAL)
+func (v *verifier) scan(fs vfs.FS, dir string, db *pebble.DB) error {
+	bounds, err := readBounds(db)
 	if err != nil {
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			v.rep.Findings = append(v.rep.Findings, ce)
+			return nil
+		}
 		return err
 	}
-	defer it.Close()
 	// Dedup refs of the WAL, kept only for the ids the snapshots name.
 	want := map[uint64]bool{}
 	for _, s := range v.snaps {
@@ -290,49 +311,45 @@ func (v *verifier) scan(db *pebble.DB) error {
 
 	var t walTx
 	var expect uint64 // first id of the next batch; 0 before the first
-	for ok := it.First(); ok; ok = it.Next() {
-		key := clone(it.Key())
+	res, err := wal.Scan(walOptions(&Config{FS: fs, Dir: dir}, nil), bounds, 0, func(seg wal.Segment, off int64, p []byte) error {
 		v.rep.Batches++
-		first, kok := parseIDKey(prefixWAL, key)
-		b, err := openBatch(it.Value())
-		if err == nil && (!kok || b.first != first) {
-			err = fmt.Errorf("key names tx %d, batch starts at %d", first, b.first)
-		}
+		at := loc{file: walDir + "/" + seg.Name(), off: off}
+		b, err := openBatch(p) // Scan verified it
 		if err == nil {
-			err = v.batch(&b, &t, expect, key, want, walRefs, refOf)
+			err = v.batch(&b, &t, expect, at, want, walRefs, refOf)
 		}
-		if err == nil {
-			expect = b.last() + 1
-			continue
+		if err != nil {
+			return &CorruptError{File: at.file, Offset: off, FirstTx: TxID(b.first), LastTx: TxID(b.last()), Reason: err.Error()}
 		}
-		if !it.Next() {
-			if ierr := it.Error(); ierr != nil {
-				return ierr
-			}
-			if c := v.coveredTo(); kok && c >= first {
-				// A snapshot proves it was synced: damage, as Open says.
-				v.finding(key, first, c, "%v (covered by a snapshot up to tx %d, so not a torn write)", err, c)
-				return nil
-			}
-			v.rep.TornTail = key
+		expect = b.last() + 1
+		return nil
+	})
+	if err != nil {
+		var ce *CorruptError
+		if errors.As(walError(err), &ce) {
+			v.rep.Findings = append(v.rep.Findings, ce)
 			return nil
 		}
-		next, _ := parseIDKey(prefixWAL, it.Key())
-		if v.rep.FirstTx == 0 {
-			v.rep.FirstTx = TxID(first)
-		}
-		v.finding(key, first, next-1, "%v", err)
-		v.forget()
-		v.anchored = nil
-		expect, v.last = next, next-1
-		it.Prev()
+		return err
 	}
-	return it.Error()
+	if len(res.Segments) > 0 && v.rep.FirstTx == 0 {
+		v.rep.FirstTx = TxID(res.First)
+	}
+	v.rep.TornTail = tornTail(res.Torn)
+	if tt := v.rep.TornTail; tt != nil {
+		if c := v.coveredTo(); c > uint64(tt.LastKept) {
+			// A snapshot proves it was synced: damage, as Open says.
+			v.rep.TornTail = nil
+			v.rep.Findings = append(v.rep.Findings, &CorruptError{File: tt.File, Offset: tt.Offset, FirstTx: tt.LastKept + 1, LastTx: TxID(c),
+				Reason: fmt.Sprintf("damaged record covered by a snapshot up to tx %d, so not a torn write", c)})
+		}
+	}
+	return nil
 }
 
 // batch replays one checksum-valid batch, recording findings for ids and
 // balances that do not continue. Its error means the batch is undecodable.
-func (v *verifier) batch(b *batchReader, t *walTx, expect uint64, key []byte, want map[uint64]bool, walRefs map[uint64]uint64, refOf func(uint64) (uint64, bool)) error {
+func (v *verifier) batch(b *batchReader, t *walTx, expect uint64, key loc, want map[uint64]bool, walRefs map[uint64]uint64, refOf func(uint64) (uint64, bool)) error {
 	// Decode the whole batch first: an undecodable batch changes nothing.
 	c := *b
 	for {

@@ -26,6 +26,8 @@ import (
 const (
 	maxAccounts   = 64
 	snapshotEvery = 2000
+	// segmentSize is small so that kills land in segment rollovers too.
+	segmentSize = 1 << 20
 )
 
 func main() {
@@ -34,7 +36,7 @@ func main() {
 	run := flag.Uint64("run", 1, "run number: the high bits of every UserRef")
 	workers := flag.Int("workers", 4, "acknowledging submitters")
 	flag.Parse()
-	l, err := ledger.Open(ledger.Config{Dir: *dir, MaxAccounts: maxAccounts, SnapshotEvery: snapshotEvery, WALRetention: -1})
+	l, err := ledger.Open(ledger.Config{Dir: *dir, MaxAccounts: maxAccounts, SnapshotEvery: snapshotEvery, WALRetention: -1, WALSegmentSize: segmentSize})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crashload:", err)
 		os.Exit(2)

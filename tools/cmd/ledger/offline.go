@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -16,7 +18,9 @@ func verifyCommand() *cli.Command {
 		Name:      "verify",
 		Usage:     "check a closed ledger directory: checksums, ids, zero sums, balance chains, snapshots",
 		ArgsUsage: " ",
-		Flags:     []cli.Flag{offlineDirFlag()},
+		Flags: []cli.Flag{offlineDirFlag(),
+			&cli.BoolFlag{Name: "json", Usage: "print the report as one JSON object"},
+		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return exitcode.Usage("verify: takes no arguments, got %d", c.NArg())
@@ -26,10 +30,20 @@ func verifyCommand() *cli.Command {
 				return fmt.Errorf("verify %s: %w", c.String("dir"), err)
 			}
 			w := c.App.Writer
+			if c.Bool("json") {
+				if err := json.NewEncoder(w).Encode(verifyJSON(rep)); err != nil {
+					return err
+				}
+				if len(rep.Findings) > 0 {
+					return cli.Exit("", 1)
+				}
+				return nil
+			}
 			fmt.Fprintf(w, "transactions %d..%d (%d) in %d WAL batches, max accounts %d\n",
 				rep.FirstTx, rep.LastTx, rep.Transactions, rep.Batches, rep.MaxAccounts)
-			if rep.TornTail != nil {
-				fmt.Fprintf(w, "torn tail %x (never acknowledged; Open discards it)\n", rep.TornTail)
+			if t := rep.TornTail; t != nil {
+				fmt.Fprintf(w, "unclean end: %s records end at offset %d, %d bytes after that (never acknowledged; Open drops them); last transaction kept %d\n",
+					t.File, t.Offset, t.Dropped, t.LastKept)
 			}
 			for _, s := range rep.Snapshots {
 				fmt.Fprintf(w, "snapshot at tx %d: valid=%t replayed=%t\n", s.TxID, s.Valid, s.Replayed)
@@ -44,6 +58,48 @@ func verifyCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// verifyReportJSON is verify --json's output.
+type verifyReportJSON struct {
+	OK           bool               `json:"ok"`
+	MaxAccounts  uint64             `json:"max_accounts"`
+	FirstTx      ledger.TxID        `json:"first_tx"`
+	LastTx       ledger.TxID        `json:"last_tx"`
+	Transactions uint64             `json:"transactions"`
+	Batches      int                `json:"batches"`
+	FromZero     bool               `json:"from_zero"`
+	TornTail     *ledger.TornTail   `json:"torn_tail"`
+	Snapshots    []snapshotJSON     `json:"snapshots"`
+	Findings     []corruptErrorJSON `json:"findings"`
+}
+
+type snapshotJSON struct {
+	TxID     ledger.TxID `json:"tx_id"`
+	Valid    bool        `json:"valid"`
+	Replayed bool        `json:"replayed"`
+}
+
+type corruptErrorJSON struct {
+	File    string      `json:"file,omitempty"`
+	Offset  int64       `json:"offset"`
+	Key     string      `json:"key,omitempty"` // hex
+	FirstTx ledger.TxID `json:"first_tx"`
+	LastTx  ledger.TxID `json:"last_tx"`
+	Reason  string      `json:"reason"`
+}
+
+func verifyJSON(rep *ledger.VerifyReport) verifyReportJSON {
+	out := verifyReportJSON{OK: len(rep.Findings) == 0, MaxAccounts: rep.MaxAccounts, FirstTx: rep.FirstTx, LastTx: rep.LastTx,
+		Transactions: rep.Transactions, Batches: rep.Batches, FromZero: rep.FromZero, TornTail: rep.TornTail,
+		Snapshots: []snapshotJSON{}, Findings: []corruptErrorJSON{}}
+	for _, s := range rep.Snapshots {
+		out.Snapshots = append(out.Snapshots, snapshotJSON(s))
+	}
+	for _, f := range rep.Findings {
+		out.Findings = append(out.Findings, corruptErrorJSON{File: f.File, Offset: f.Offset, Key: hex.EncodeToString(f.Key), FirstTx: f.FirstTx, LastTx: f.LastTx, Reason: f.Reason})
+	}
+	return out
 }
 
 // dumpCommand prints transactions of a closed ledger directory as NDJSON.

@@ -48,6 +48,30 @@ func TestVerifyCommand(t *testing.T) {
 	assert.Equal(t, 2, code)
 }
 
+func TestVerifyJSON(t *testing.T) {
+	dir := closedLedger(t)
+	out, errOut, code := runApp(t, "verify", "--dir", dir, "--json")
+	require.Equal(t, 0, code, errOut)
+	var rep map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.Equal(t, true, rep["ok"])
+	assert.Equal(t, float64(3), rep["last_tx"])
+	assert.Equal(t, []any{}, rep["findings"])
+
+	// A segment cut short: one finding naming the file, exit status 1.
+	segs, err := filepath.Glob(filepath.Join(dir, "wal", "*.wal"))
+	require.NoError(t, err)
+	require.NotEmpty(t, segs)
+	require.NoError(t, os.Truncate(segs[0], 100))
+	out, _, code = runApp(t, "verify", "--dir", dir, "--json")
+	assert.Equal(t, 1, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.Equal(t, false, rep["ok"])
+	findings := rep["findings"].([]any)
+	require.Len(t, findings, 1)
+	assert.Equal(t, "wal/"+filepath.Base(segs[0]), findings[0].(map[string]any)["file"])
+}
+
 func TestDumpCommand(t *testing.T) {
 	dir := closedLedger(t)
 	out, errOut, code := runApp(t, "dump", "--dir", dir, "--from", "2")

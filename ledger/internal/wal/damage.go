@@ -1,0 +1,59 @@
+package wal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+var (
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	zeroBlock  [blockSize]byte
+)
+
+// Chunk types of pebble's WAL-sync format (full, first, middle, last).
+const walSyncFirstType, walSyncLastType = 9, 12
+
+// laterSynced reports whether the segment holds, after off, a valid chunk of
+// this segment that promises a synced offset beyond off, and where. Such a
+// chunk was written after the record at off had been synced (the Writer
+// syncs every record before writing the next), so whatever is wrong at off
+// is damage, not a torn write. pebble's reader checks this only from the
+// next 32 KiB block on; chunks never cross blocks, so each block is scanned
+// on its own, at every byte offset (alignment is lost after damage).
+func laterSynced(f vfs.File, seq uint64, off, size int64) (bool, int64, error) {
+	buf := make([]byte, blockSize)
+	for blk := off &^ (blockSize - 1); blk < size; blk += blockSize {
+		n := min(blockSize, size-blk)
+		if _, err := f.ReadAt(buf[:n], blk); err != nil && err != io.EOF {
+			return false, 0, fmt.Errorf("wal: %w", err)
+		}
+		b := buf[:n]
+		if bytes.Equal(b, zeroBlock[:n]) {
+			continue // preallocated, never written
+		}
+		start := int64(0)
+		if blk < off {
+			start = off - blk + 1
+		}
+		for i := start; i+chunkHeader <= n; i++ {
+			t := b[i+6]
+			if t < walSyncFirstType || t > walSyncLastType || binary.LittleEndian.Uint32(b[i+7:]) != uint32(seq) {
+				continue
+			}
+			length := int64(binary.LittleEndian.Uint16(b[i+4:]))
+			if i+chunkHeader+length > n || binary.LittleEndian.Uint64(b[i+11:]) <= uint64(off) {
+				continue
+			}
+			c := crc32.Checksum(b[i+6:i+chunkHeader+length], castagnoli)
+			if (c>>15|c<<17)+0xa282ead8 == binary.LittleEndian.Uint32(b[i:]) {
+				return true, blk + i, nil
+			}
+		}
+	}
+	return false, 0, nil
+}

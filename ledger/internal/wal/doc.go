@@ -1,0 +1,58 @@
+// Package wal is the ledger's write-ahead log: numbered, preallocated,
+// fixed-size segment files of checksummed records, one record per group
+// commit, written with pebble's record package.
+//
+// # Files
+//
+// The log lives in its own directory (the ledger's wal/):
+//
+//	<seq:016x>-<first:016x>.wal   a segment: sequence number, id of its first transaction
+//	prepare.tmp                   the next segment being preallocated; never read
+//
+// Sequence numbers are contiguous from the oldest retained segment to the
+// newest; retention removes whole segments from the oldest end only. A new
+// segment is prepared under prepare.tmp (zero-filled to the segment size and
+// synced, so that later writes change no file metadata and fdatasync
+// suffices), renamed to its final name, and the directory is synced before
+// its first batch is written. Removing a segment also syncs the directory.
+//
+// # Segment layout
+//
+// A segment is a pebble record stream (record.LogWriter, WAL-sync chunk
+// format: 32 KiB blocks of chunks, each chunk with a CRC32C of its type,
+// log number, synced offset and payload; the log number is the segment's
+// sequence number, low 32 bits). The file is exactly the size its header
+// names; bytes after the last record are zero, or an EOF trailer chunk once
+// the segment was closed. Every record payload starts with a type byte:
+//
+//	'H' header, the first record of every segment, 33 bytes:
+//	    [1:9] magic "lwwal\x00\x00\x01", [9:17] seq, [17:25] first tx id,
+//	    [25:33] segment size in bytes (all little-endian)
+//	'B' batch: one group commit, the ledger's encoded batch (its own
+//	    CRC32C, first tx id and count; see the ledger's walcodec.go)
+//
+// Batches hold contiguous transaction ids: the first batch of a segment
+// starts at the header's first id, and every segment's batches end exactly
+// one id before its successor's first.
+//
+// # Recovery rules
+//
+// Scan applies one rule set, used by the ledger's Open and by the offline
+// verify alike:
+//
+//  1. A record that fails to read in the newest segment, when pebble's reader
+//     proves nothing synced follows it (record.ErrUnexpectedEOF: no later
+//     chunk promises a synced offset beyond it), is a torn tail: the scan
+//     ends before it and reports segment, offset, bytes dropped and the last
+//     transaction kept.
+//  2. Any other damage is a *CorruptError naming the file, the offset and the
+//     transaction range affected: a record that fails with valid synced data
+//     after it, a bad header, a segment whose size differs from its header's,
+//     a missing segment (a gap in sequence numbers, or fewer segments than
+//     the ledger recorded), ids that skip or repeat, a batch whose own
+//     checksum or structure fails, a segment that ends short of its
+//     successor's first id, and names the package does not know.
+//
+// Scan only reads. Cutting the log at damage is the offline recover
+// command's job (TruncateAfter), never Open's.
+package wal

@@ -1,0 +1,138 @@
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testOptions use batches of [first u64][last u64][padding]: Span reads
+// the ids and checks nothing else.
+func testOptions(fs vfs.FS) Options {
+	return Options{FS: fs, Dir: "wal", SegmentSize: MinSegmentSize, Span: func(p []byte) (uint64, uint64, error) {
+		if len(p) < 16 {
+			return 0, 0, errors.New("short batch")
+		}
+		return binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint64(p[8:]), nil
+	}}
+}
+
+func batch(first, last uint64, size int) []byte {
+	b := make([]byte, HeaderRoom+16+size)
+	binary.LittleEndian.PutUint64(b[HeaderRoom:], first)
+	binary.LittleEndian.PutUint64(b[HeaderRoom+8:], last)
+	return b
+}
+
+// Batches written across several segment rollovers read back in order,
+// Find locates each, retention removes whole old segments only and records
+// the new oldest, and a closed log scans clean.
+func TestWriteRolloverFindRemove(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := testOptions(fs)
+	var created, oldest []uint64
+	opts.Created = func(s Segment) error { created = append(created, s.Seq); return nil }
+	opts.Oldest = func(s Segment) error { oldest = append(oldest, s.Seq); return nil }
+	w, err := Create(opts, nil, 1)
+	require.NoError(t, err)
+	next := uint64(1)
+	for i := range 300 {
+		n := uint64(1 + i%5)
+		require.NoError(t, w.Append(batch(next, next+n-1, 900), next, next+n-1))
+		next += n
+	}
+	require.Error(t, w.Append(batch(next+1, next+1, 10), next+1, next+1), "a gap")
+	segs := w.Segments()
+	require.Greater(t, len(segs), 3, "rolled over")
+	require.Equal(t, []uint64{1}, oldest)
+	require.Len(t, created, len(segs))
+	for _, id := range []uint64{1, 2, next / 2, next - 1} {
+		var got uint64
+		require.NoError(t, w.Find(id, func(p []byte) error { got = binary.LittleEndian.Uint64(p); return nil }))
+		require.LessOrEqual(t, got, id)
+	}
+	require.ErrorIs(t, w.Find(next, func([]byte) error { return nil }), ErrNotFound)
+	removed, err := w.RemoveBelow(segs[2].First)
+	require.NoError(t, err)
+	require.Equal(t, 2, removed)
+	require.Equal(t, []uint64{1, segs[2].Seq}, oldest)
+	require.ErrorIs(t, w.Find(1, func([]byte) error { return nil }), ErrNotFound)
+	require.NoError(t, w.Close())
+
+	var seen uint64
+	res, err := Scan(opts, Bounds{Oldest: segs[2].Seq, Newest: segs[len(segs)-1].Seq}, 0, func(_ Segment, _ int64, p []byte) error {
+		seen = binary.LittleEndian.Uint64(p[8:])
+		return nil
+	})
+	require.NoError(t, err)
+	require.Nil(t, res.Torn, "closed cleanly")
+	require.Equal(t, segs[2].First, res.First)
+	require.Equal(t, next-1, res.Last)
+	require.Equal(t, next-1, seen)
+
+	// Bounds that name segments the log no longer has are refused.
+	_, err = Scan(opts, Bounds{Oldest: 1}, 0, func(Segment, int64, []byte) error { return nil })
+	var ce *CorruptError
+	require.ErrorAs(t, err, &ce)
+	require.Contains(t, ce.Reason, "oldest segments missing")
+	_, err = Scan(opts, Bounds{Newest: segs[len(segs)-1].Seq + 1}, 0, func(Segment, int64, []byte) error { return nil })
+	require.ErrorAs(t, err, &ce)
+	require.Contains(t, ce.Reason, "newest segments missing")
+}
+
+// A log whose writer was never closed (a crash) ends with a torn-tail
+// report of zero dropped bytes; a new Writer continues after it, and the
+// old segment then reads as an ordinary older one.
+func TestUncleanEndThenContinue(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := testOptions(fs)
+	w, err := Create(opts, nil, 1)
+	require.NoError(t, err)
+	for i := uint64(1); i <= 10; i++ {
+		require.NoError(t, w.Append(batch(i, i, 100), i, i))
+	}
+	// Simulate the crash: stop the preparer and flusher without the trailer.
+	close(w.quit)
+	w.prepWG.Wait()
+	crashed := vfs.NewMem()
+	require.NoError(t, copyFS(fs, crashed, "wal"))
+	require.NoError(t, w.lw.Close())
+	require.NoError(t, w.dir.Close())
+
+	res, err := Scan(testOptions(crashed), Bounds{}, 0, func(Segment, int64, []byte) error { return nil })
+	require.NoError(t, err)
+	require.NotNil(t, res.Torn)
+	require.Zero(t, res.Torn.Dropped)
+	require.Equal(t, uint64(10), res.Torn.LastKept)
+	w, err = Create(testOptions(crashed), res.Segments, 11)
+	require.NoError(t, err)
+	require.NoError(t, w.Append(batch(11, 11, 100), 11, 11))
+	require.NoError(t, w.Close())
+	res, err = Scan(testOptions(crashed), Bounds{}, 0, func(Segment, int64, []byte) error { return nil })
+	require.NoError(t, err)
+	require.Nil(t, res.Torn)
+	require.Equal(t, uint64(11), res.Last)
+}
+
+func copyFS(from, to vfs.FS, dir string) error {
+	if err := to.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	names, err := from.List(dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := vfs.CopyAcrossFS(from, from.PathJoin(dir, n), to, to.PathJoin(dir, n)); err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+	}
+	return nil
+}

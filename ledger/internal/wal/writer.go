@@ -1,0 +1,357 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cockroachdb/pebble/v2/record"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Options configure a Writer and Scan.
+type Options struct {
+	FS  vfs.FS
+	Dir string // the log directory
+	// SegmentSize is the size of every new segment; at least
+	// MinSegmentSize. A segment a Scan reads keeps the size its header names.
+	SegmentSize int64
+	// Span verifies a batch payload (after its type byte) and returns its
+	// first and last transaction id.
+	Span func(batch []byte) (first, last uint64, err error)
+	// Created, if set, is called once a new segment is durable and before
+	// any batch is written to it (the ledger records the newest segment's
+	// sequence number, so that a deleted newest segment is noticed).
+	Created func(Segment) error
+	// Oldest, if set, is called with the segment that becomes the oldest:
+	// the first segment of a new log, once durable, and the first one
+	// RemoveBelow keeps, before it removes any file.
+	Oldest func(Segment) error
+}
+
+// Writer appends batches to the newest segment. Append, Close and the
+// rollover they trigger belong to one goroutine; Segments, Find and
+// RemoveBelow may be called from others.
+type Writer struct {
+	opts Options
+	dir  vfs.File // the log directory, for syncs
+
+	mu    sync.Mutex
+	segs  []Segment    // live segments, oldest first; the last is the current one
+	index []blockEntry // sparse: the first batch starting in each block written since Create
+	next  uint64       // id the next batch starts with (written under mu, read by Find)
+
+	// The current segment; the appending goroutine only.
+	cur     Segment
+	f       vfs.File
+	lw      *record.LogWriter
+	size    int64 // its size
+	wg      sync.WaitGroup
+	syncErr error
+	scratch []byte
+
+	// fsyncLatency observes every segment sync (see newLogWriter).
+	fsyncLatency prometheus.Histogram
+
+	// The preparer zero-fills prepare.tmp ahead of the next rollover.
+	prepReq  chan struct{}
+	prepDone chan error
+	prepBusy bool // a request is out (appending goroutine only)
+	quit     chan struct{}
+	prepWG   sync.WaitGroup
+}
+
+// blockEntry locates the first batch that starts in one 32 KiB block.
+type blockEntry struct {
+	first uint64 // its first transaction id
+	seq   uint64
+	off   int64 // the record's offset in the segment
+}
+
+// Create starts a new segment after segs (the live segments a Scan
+// returned, oldest first; none for a new log) whose first transaction is
+// first, and returns a Writer appending to it.
+func Create(opts Options, segs []Segment, first uint64) (*Writer, error) {
+	if opts.SegmentSize < MinSegmentSize {
+		return nil, fmt.Errorf("wal: segment size %d below %d", opts.SegmentSize, MinSegmentSize)
+	}
+	if err := mkdirSynced(opts.FS, opts.Dir); err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	dir, err := opts.FS.OpenDir(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	w := &Writer{
+		opts: opts, dir: dir, segs: append([]Segment(nil), segs...), next: first,
+		prepReq: make(chan struct{}, 1), prepDone: make(chan error, 1), quit: make(chan struct{}),
+		fsyncLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "wal_fsync_seconds", Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16),
+		}),
+	}
+	seq := uint64(1)
+	if len(segs) > 0 {
+		seq = segs[len(segs)-1].Seq + 1
+	}
+	if err := w.prepare(false); err == nil {
+		err = w.open(Segment{Seq: seq, First: first})
+	}
+	if err != nil {
+		dir.Close()
+		return nil, err
+	}
+	w.prepWG.Add(1)
+	go w.runPreparer()
+	return w, nil
+}
+
+func (w *Writer) path(name string) string { return w.opts.FS.PathJoin(w.opts.Dir, name) }
+
+// prepare writes prepare.tmp: a file of SegmentSize zero bytes, synced.
+// Full, it is written out, so that writes into it later change data only,
+// never the file's size or its allocation, and fdatasync has no metadata
+// to flush; that is the preparer's job, ahead of a rollover. Otherwise it is
+// sparse (its last byte written), which costs nothing up front and makes
+// the first syncs into each block slower: the first segment after Open,
+// which must not delay Open by a segment's worth of writes.
+func (w *Writer) prepare(full bool) error {
+	p := w.path(prepareTmp)
+	f, err := w.opts.FS.Create(p, vfs.WriteCategoryUnspecified)
+	if err == nil && full {
+		zero := make([]byte, 1<<20)
+		for off := int64(0); off < w.opts.SegmentSize && err == nil; off += int64(len(zero)) {
+			_, err = f.Write(zero[:min(int64(len(zero)), w.opts.SegmentSize-off)])
+		}
+	}
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil && !full {
+		if f, err = w.opts.FS.OpenReadWrite(p, vfs.WriteCategoryUnspecified); err == nil {
+			_, err = f.WriteAt([]byte{0}, w.opts.SegmentSize-1)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}
+	if err == nil {
+		if f, err = w.opts.FS.OpenReadWrite(p, vfs.WriteCategoryUnspecified); err == nil {
+			err = f.Sync()
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("wal: prepare segment: %w", err)
+	}
+	return nil
+}
+
+func (w *Writer) runPreparer() {
+	defer w.prepWG.Done()
+	for {
+		select {
+		case <-w.prepReq:
+			w.prepDone <- w.prepare(true)
+		case <-w.quit:
+			return
+		}
+	}
+}
+
+// open makes the prepared file segment seg: renamed, the directory synced,
+// its header written and synced; then Created runs.
+func (w *Writer) open(seg Segment) error {
+	var f vfs.File
+	err := w.opts.FS.Rename(w.path(prepareTmp), w.path(seg.Name()))
+	if err == nil {
+		err = w.dir.Sync()
+	}
+	if err == nil {
+		f, err = w.opts.FS.OpenReadWrite(w.path(seg.Name()), vfs.WriteCategoryUnspecified)
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return fmt.Errorf("wal: create segment %s: %w", seg.Name(), err)
+	}
+	w.f, w.size, w.cur = f, w.opts.SegmentSize, seg
+	w.lw = newLogWriter(dataSyncer{f}, seg.Seq, w.fsyncLatency)
+	w.scratch = encodeHeader(w.scratch[:0], seg, w.size)
+	if err := w.syncRecord(w.scratch); err != nil {
+		return fmt.Errorf("wal: create segment %s: %w", seg.Name(), err)
+	}
+	if w.opts.Created != nil {
+		if err := w.opts.Created(seg); err != nil {
+			return err
+		}
+	}
+	if w.opts.Oldest != nil && len(w.segs) == 0 {
+		if err := w.opts.Oldest(seg); err != nil {
+			return err
+		}
+	}
+	w.mu.Lock()
+	w.segs = append(w.segs, seg)
+	w.mu.Unlock()
+	return nil
+}
+
+// dataSyncer syncs with fdatasync: segments never change size once
+// prepared, so the data is all a sync must reach.
+type dataSyncer struct{ vfs.File }
+
+func (d dataSyncer) Sync() error { return d.File.SyncData() }
+
+func (w *Writer) syncRecord(p []byte) error {
+	w.wg.Add(1)
+	if _, err := w.lw.SyncRecord(p, &w.wg, &w.syncErr); err != nil {
+		w.wg.Done()
+		return err
+	}
+	w.wg.Wait()
+	return w.syncErr
+}
+
+// MaxBatch is the largest batch record (HeaderRoom included) a segment of
+// size holds with room for its header.
+func MaxBatch(size int64) int { return int(size / 4) }
+
+// Append writes rec as one batch record holding transactions first..last
+// and returns once it is synced (fdatasync). rec[0] is reserved
+// (HeaderRoom). A batch that does not fit the current segment goes to a new
+// one. After an error the Writer is unusable: the ledger stops.
+func (w *Writer) Append(rec []byte, first, last uint64) error {
+	if len(rec) > MaxBatch(w.opts.SegmentSize) {
+		return fmt.Errorf("wal: %d-byte batch above %d", len(rec), MaxBatch(w.opts.SegmentSize))
+	}
+	if first != w.next {
+		return fmt.Errorf("wal: batch starts at tx %d, want %d", first, w.next)
+	}
+	pos := w.lw.Size()
+	if pos+recordBound(len(rec))+chunkHeader > w.size {
+		if err := w.rollover(first); err != nil {
+			return err
+		}
+		pos = w.lw.Size()
+	} else if !w.prepBusy && pos > w.size/2 {
+		w.prepBusy = true
+		w.prepReq <- struct{}{}
+	}
+	rec[0] = typeBatch
+	if err := w.syncRecord(rec); err != nil {
+		return fmt.Errorf("wal: append to %s: %w", w.current().Name(), err)
+	}
+	w.mu.Lock()
+	if n := len(w.index); n == 0 || w.index[n-1].seq != w.current().Seq || w.index[n-1].off/blockSize != pos/blockSize {
+		w.index = append(w.index, blockEntry{first: first, seq: w.current().Seq, off: pos})
+	}
+	w.next = last + 1
+	w.mu.Unlock()
+	return nil
+}
+
+// current is the segment being written.
+func (w *Writer) current() Segment { return w.cur }
+
+func (w *Writer) rollover(first uint64) error {
+	old := w.current()
+	if err := w.lw.Close(); err != nil { // EOF trailer, synced; closes w.f
+		return fmt.Errorf("wal: close %s: %w", old.Name(), err)
+	}
+	var err error
+	if w.prepBusy {
+		err = <-w.prepDone
+		w.prepBusy = false
+	} else {
+		err = w.prepare(true)
+	}
+	if err == nil {
+		err = w.open(Segment{Seq: old.Seq + 1, First: first})
+	}
+	return err
+}
+
+// Close syncs and closes the current segment (writing its EOF trailer) and
+// stops the preparer. It does not remove anything but prepare.tmp.
+func (w *Writer) Close() error {
+	close(w.quit)
+	w.prepWG.Wait()
+	if w.prepBusy {
+		<-w.prepDone
+	}
+	err := w.lw.Close()
+	if rerr := w.opts.FS.Remove(w.path(prepareTmp)); rerr != nil && !isNotExist(rerr) && err == nil {
+		err = rerr
+	}
+	return errors.Join(err, w.dir.Close())
+}
+
+// Segments returns the live segments, oldest first.
+func (w *Writer) Segments() []Segment {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Segment(nil), w.segs...)
+}
+
+// RemoveBelow removes, oldest first, every segment whose transactions are
+// all below keep (never the current one), then syncs the directory. It
+// returns how many it removed.
+func (w *Writer) RemoveBelow(keep uint64) (int, error) {
+	w.mu.Lock()
+	n := 0
+	for n+1 < len(w.segs) && w.segs[n+1].First <= keep {
+		n++
+	}
+	if n == 0 {
+		w.mu.Unlock()
+		return 0, nil
+	}
+	if w.opts.Oldest != nil {
+		if err := w.opts.Oldest(w.segs[n]); err != nil {
+			w.mu.Unlock()
+			return 0, err
+		}
+	}
+	doomed := append([]Segment(nil), w.segs[:n]...)
+	w.segs = append(w.segs[:0], w.segs[n:]...)
+	if n > 0 {
+		i := 0
+		for i < len(w.index) && w.index[i].seq < w.segs[0].Seq {
+			i++
+		}
+		w.index = append(w.index[:0], w.index[i:]...)
+	}
+	w.mu.Unlock()
+	for _, s := range doomed {
+		if err := w.opts.FS.Remove(w.path(s.Name())); err != nil && !isNotExist(err) {
+			return 0, fmt.Errorf("wal: remove %s: %w", s.Name(), err)
+		}
+	}
+	if err := w.dir.Sync(); err != nil {
+		return 0, fmt.Errorf("wal: sync after removing segments: %w", err)
+	}
+	return n, nil
+}
+
+// mkdirSynced creates dir if missing and syncs its parent, so that the
+// directory itself survives a crash.
+func mkdirSynced(fs vfs.FS, dir string) error {
+	if _, err := fs.Stat(dir); err == nil {
+		return nil
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	parent, err := fs.OpenDir(fs.PathDir(dir))
+	if err != nil {
+		return err
+	}
+	return errors.Join(parent.Sync(), parent.Close())
+}
