@@ -9,10 +9,13 @@
 // writer of the working balances, runs the business logic once and turns each
 // operation into immutable entries (account, signed delta, resulting balance)
 // whose deltas sum to zero, or into a failed transaction with a FailReason and
-// no entries. The WAL group-commits batches of computed transactions to pebble
-// with Sync. The Snapshotter applies committed entries to the readable
-// balances and periodically persists a snapshot, so that recovery replays only
-// the WAL after it.
+// no entries. The WAL group-commits batches of computed transactions, one
+// record each, to its own segment files (internal/wal) with fdatasync. The
+// Snapshotter applies committed entries to the readable
+// balances and periodically persists a snapshot into pebble, so that
+// recovery replays only the WAL after it. Open refuses damaged data with a
+// *CorruptError and writes nothing then; the one loss it accepts, and
+// reports, is a torn tail of the newest WAL segment (see docs/ledger.md).
 //
 // Each stage publishes a monotonic index (Computed, Committed, Snapshot; the
 // Sequencer's is Sequenced). A transaction's Status derives from them, and a

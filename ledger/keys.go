@@ -33,14 +33,6 @@ func idKey(prefix byte, id uint64) []byte {
 	return k
 }
 
-// putIDKey writes prefix+id into k[:9] and returns it, for allocation-free
-// keys on the WAL path.
-func putIDKey(k *[9]byte, prefix byte, id uint64) []byte {
-	k[0] = prefix
-	binary.BigEndian.PutUint64(k[1:], id)
-	return k[:]
-}
-
 func chunkKey(snap uint64, chunk uint32) []byte {
 	k := make([]byte, 13)
 	k[0] = prefixChunk

@@ -95,10 +95,14 @@ func Create(opts Options, segs []Segment, first uint64) (*Writer, error) {
 	if len(segs) > 0 {
 		seq = segs[len(segs)-1].Seq + 1
 	}
-	if err := w.prepare(false); err == nil {
+	err = w.prepare(false)
+	if err == nil {
 		err = w.open(Segment{Seq: seq, First: first})
 	}
 	if err != nil {
+		if w.lw != nil {
+			w.lw.Close()
+		}
 		dir.Close()
 		return nil, err
 	}
