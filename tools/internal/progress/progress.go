@@ -47,13 +47,17 @@ func New(w io.Writer, on bool, total int64, desc string, every time.Duration) *B
 	)}
 }
 
-// Set moves the bar to n of total steps, with desc beside it.
+// Set moves the bar to n of total steps, with desc beside it. An n past
+// the total counts as the total.
 func (b *Bar) Set(n int64, desc string) {
 	if b == nil || b.b == nil {
 		return
 	}
 	b.b.Describe(desc)
-	_ = b.b.Set64(n)
+	// progressbar refuses a count past its max without drawing, yet
+	// remembers 100% as drawn, so a later Finish would not draw either and
+	// the line would stay at the last throttled redraw.
+	_ = b.b.Set64(min(n, b.b.GetMax64()))
 }
 
 // Total is the bar's number of steps (0 for a bar that draws nothing).

@@ -52,3 +52,18 @@ func TestInterruptedBarStaysWhereItIs(t *testing.T) {
 		t.Errorf("interrupted bar %q, want it short of 100%% and ended by a newline", s)
 	}
 }
+
+// TestOvershootStillFinishes: a run's last report can come a little after
+// its nominal end; the bar must still be drawn at 100% when it is done,
+// even when redraws are throttled.
+func TestOvershootStillFinishes(t *testing.T) {
+	var term tty
+	b := New(&term, true, 1000, "run", time.Hour)
+	b.Set(100, "early")
+	b.Set(800, "throttled")
+	b.Set(1004, "late")
+	b.Done(true)
+	if s := term.String(); !strings.Contains(s, "100%") || !strings.HasSuffix(s, "\n") {
+		t.Errorf("finished bar %q, want 100%% and a newline", s)
+	}
+}
