@@ -86,7 +86,8 @@ type Ledger struct {
 	_          pad
 	walBatches atomic.Uint64 // WAL: group commits synced
 	walBytes   atomic.Uint64 // WAL: their encoded size
-	walSyncNs  atomic.Uint64 // WAL: time spent in synced commits
+	walSync    histogram     // WAL: synced commit times, ns
+	walGroup   histogram     // WAL: transactions per group commit
 	_          pad
 	snapshots  atomic.Uint64 // persister: snapshots made durable since Open
 	// spare is the one snapshot buffer while the Snapshotter may fill it
@@ -194,6 +195,7 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered) (*Ledger, er
 		swept:     make(chan struct{}),
 	}
 	l.epochWall = l.epoch.UnixNano()
+	l.walSync.first, l.walGroup.first = walSyncFirstBucket, 1
 	l.recovered = recoveryInfo{last: rs.last, snapshot: rs.snapshot, snapEnd: rs.snapEnd, replayed: rs.replayed, torn: rs.torn}
 	var err error
 	if l.seq, err = ringbuf.NewMPSC[request](cfg.RingSize); err != nil {
