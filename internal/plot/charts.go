@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -160,6 +161,10 @@ func speedupChart(s *source) (*lineChart, error) {
 		return nil, fmt.Errorf("%s: no workers=1 run to compare with", s.name)
 	}
 	procs := runs[0].procs
+	var at []float64
+	for _, w := range workers {
+		at = append(at, float64(w))
+	}
 	got := series{name: "measured"}
 	ideal := series{name: fmt.Sprintf("ideal on %d CPUs", procs), reference: true}
 	for i, w := range workers {
@@ -169,7 +174,7 @@ func speedupChart(s *source) (*lineChart, error) {
 	}
 	return &lineChart{
 		title:  "Chronon: parallel speedup, representative 64-unit workload",
-		x:      axis{label: "workers", log: true},
+		x:      axis{label: "workers", log: true, at: at},
 		y:      axis{label: "speedup over sequential (median ns per cycle)"},
 		series: []series{got, ideal},
 		notes:  provenance(s, fmt.Sprintf("GOMAXPROCS %d; workers=1 is the sequential engine", procs)),
@@ -179,18 +184,52 @@ func speedupChart(s *source) (*lineChart, error) {
 // referenceChart: frontier and ringbuf cells against the C++ reference,
 // medians of the same alternating run (side-by-side.sh).
 func referenceChart(s *source) (*barChart, error) {
-	cells, err := parseSideBySide(s)
+	cells, skipped, err := parseSideBySide(s)
 	if err != nil {
 		return nil, err
 	}
 	c := &barChart{
-		title:      "Frontier and SPSC cells against the C++ reference (lower is faster)",
+		title:      "lanework against the C++ reference, cell by cell (lower is faster)",
 		valueLabel: "ns per operation (median of the alternating rounds)",
 		names:      [2]string{"lanework", "C++"},
 		notes:      provenance(s, "ratio: lanework / C++, below 1 is faster; both sides measured in the same run, alternating"),
 	}
+	if len(skipped) > 0 {
+		c.notes = append(c.notes, "not drawn, one side has no number in this run: "+strings.Join(skipped, ", "))
+	}
+	slices.SortStableFunc(cells, func(a, b cell) int { return naturalCompare(a.name, b.name) })
 	for _, x := range cells {
 		c.rows = append(c.rows, barRow{name: x.name, values: [2]float64{x.goNs, x.cppNs}})
 	}
 	return c, nil
+}
+
+// naturalCompare orders names with their digit runs compared as numbers,
+// so lanes=16 < lanes=64 < lanes=256.
+func naturalCompare(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digits(a), digits(b)
+		if da > 0 && db > 0 {
+			na, _ := strconv.Atoi(a[:da])
+			nb, _ := strconv.Atoi(b[:db])
+			if na != nb {
+				return cmp.Compare(na, nb)
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+func digits(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
 }

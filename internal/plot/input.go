@@ -137,28 +137,32 @@ type cell struct {
 // "cell go ns c++ ns go/c++", then "name go c++ ratio" rows ("-" or an
 // empty column where a side has no number: such rows are skipped, there
 // is nothing to compare).
-func parseSideBySide(s *source) ([]cell, error) {
+func parseSideBySide(s *source) (cells []cell, skipped []string, err error) {
 	var out []cell
 	sc := bufio.NewScanner(bytes.NewReader(s.body))
 	for n := 1; sc.Scan(); n++ {
 		f := strings.Fields(sc.Text())
-		if len(f) == 0 || f[0] == "cell" || f[len(f)-1] == "-" {
+		if len(f) == 0 || f[0] == "cell" {
+			continue
+		}
+		if f[len(f)-1] == "-" {
+			skipped = append(skipped, f[0])
 			continue
 		}
 		if len(f) != 4 {
-			return nil, fmt.Errorf("%s:%d: want cell, go ns, c++ ns, ratio: %q", s.name, n, sc.Text())
+			return nil, nil, fmt.Errorf("%s:%d: want cell, go ns, c++ ns, ratio: %q", s.name, n, sc.Text())
 		}
 		c := cell{name: f[0]}
 		var err1, err2 error
 		c.goNs, err1 = strconv.ParseFloat(f[1], 64)
 		c.cppNs, err2 = strconv.ParseFloat(f[2], 64)
 		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("%s:%d: %s: %w", s.name, n, f[0], err)
+			return nil, nil, fmt.Errorf("%s:%d: %s: %w", s.name, n, f[0], err)
 		}
 		out = append(out, c)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no cells", s.name)
+		return nil, nil, fmt.Errorf("%s: no cells", s.name)
 	}
-	return out, sc.Err()
+	return out, skipped, sc.Err()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // The charts are plain SVG written here: lines, rectangles and text, no
@@ -35,14 +36,21 @@ var styles = []struct{ colour, dash, marker string }{
 
 // axis maps values to [0, 1] on a linear or log10 scale.
 type axis struct {
-	label    string
-	log      bool
+	label string
+	log   bool
+	// at, if set, are the ticks, and the first and last the range (for a
+	// parameter such as workers 1, 2, 4, 8).
+	at       []float64
 	min, max float64
 }
 
-// fit sets the axis range to cover vs with round ends: whole decades on a
-// log axis, zero to a tick step on a linear one.
+// fit sets the axis range to cover vs with round ends: 1, 2 or 5 times a
+// power of ten on a log axis, zero to a tick step on a linear one.
 func (a *axis) fit(vs []float64) {
+	if len(a.at) >= 2 {
+		a.min, a.max = a.at[0], a.at[len(a.at)-1]
+		return
+	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, v := range vs {
 		if a.log && v <= 0 {
@@ -54,10 +62,21 @@ func (a *axis) fit(vs []float64) {
 		lo, hi = 1, 10
 	}
 	if a.log {
-		a.min = math.Pow(10, math.Floor(math.Log10(lo)))
-		a.max = math.Pow(10, math.Ceil(math.Log10(hi)))
-		if a.max == a.min {
-			a.max *= 10
+		// ends at 1, 2 or 5 times a power of ten
+		a.min, a.max = math.Inf(1), 0
+		for k := math.Floor(math.Log10(lo)) - 1; k <= math.Ceil(math.Log10(hi)); k++ {
+			for _, m := range []float64{1, 2, 5} {
+				v := m * math.Pow(10, k)
+				if v <= lo*(1+1e-9) {
+					a.min = v
+				}
+				if v >= hi*(1-1e-9) && a.max == 0 {
+					a.max = v
+				}
+			}
+		}
+		if a.max <= a.min {
+			a.max = a.min * 10
 		}
 		return
 	}
@@ -90,13 +109,20 @@ func (a *axis) pos(v float64) float64 {
 }
 
 func (a *axis) ticks() []float64 {
+	if len(a.at) >= 2 {
+		return a.at
+	}
 	var ts []float64
 	if a.log {
-		decades := math.Log10(a.max / a.min)
-		for d := a.min; d <= a.max*1.0001; d *= 10 {
-			ts = append(ts, d)
-			if decades <= 3 && d*10 <= a.max*1.0001 {
-				ts = append(ts, 2*d, 5*d)
+		ms := []float64{1}
+		if math.Log10(a.max/a.min) <= 3 {
+			ms = []float64{1, 2, 5}
+		}
+		for k := math.Floor(math.Log10(a.min)); k <= math.Ceil(math.Log10(a.max)); k++ {
+			for _, m := range ms {
+				if v := m * math.Pow(10, k); v >= a.min*(1-1e-9) && v <= a.max*(1+1e-9) {
+					ts = append(ts, v)
+				}
 			}
 		}
 		return ts
@@ -177,6 +203,26 @@ func (w *svgWriter) open(height float64) {
 	fmt.Fprintf(w, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 }
 
+// noteWidth is the characters of a footnote line that fit the width.
+const noteWidth = 115
+
+// wrap breaks notes into lines of at most noteWidth characters, at spaces.
+func wrap(notes []string) []string {
+	var out []string
+	for _, n := range notes {
+		for len(n) > noteWidth {
+			cut := strings.LastIndexByte(n[:noteWidth], ' ')
+			if cut <= 0 {
+				cut = noteWidth
+			}
+			out = append(out, n[:cut])
+			n = "    " + strings.TrimLeft(n[cut:], " ")
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
 func (w *svgWriter) notes(notes []string, y float64) {
 	for i, n := range notes {
 		w.text(10, y+float64(i)*footLine, "start", "11", faintColour, n)
@@ -197,7 +243,8 @@ func (c *lineChart) svg() []byte {
 	pw := float64(width - plotLeft - plotRight)
 	px := func(v float64) float64 { return plotLeft + c.x.pos(v)*pw }
 	py := func(v float64) float64 { return plotTop + (1-c.y.pos(v))*plotHeight }
-	height := plotTop + plotHeight + 50 + float64(len(c.notes))*footLine + 10
+	notes := wrap(c.notes)
+	height := plotTop + plotHeight + 50 + float64(len(notes))*footLine + 10
 
 	var w svgWriter
 	w.open(height)
@@ -241,7 +288,12 @@ func (c *lineChart) svg() []byte {
 				w.marker(st.marker, px(p.x), py(p.y), st.colour)
 			}
 			if p.label != "" {
-				w.text(px(p.x)+6, py(p.y)-7, "start", "10", st.colour, p.label)
+				// right of the point, or left of it near the legend
+				if c.x.pos(p.x) > 0.85 {
+					w.text(px(p.x)-6, py(p.y)-7, "end", "10", st.colour, p.label)
+				} else {
+					w.text(px(p.x)+6, py(p.y)-7, "start", "10", st.colour, p.label)
+				}
 			}
 		}
 		// legend: a sample of the line, its marker and the name
@@ -253,7 +305,7 @@ func (c *lineChart) svg() []byte {
 		}
 		w.text(lx+36, ly+4, "start", "12", inkColour, s.name)
 	}
-	w.notes(c.notes, plotTop+plotHeight+62)
+	w.notes(notes, plotTop+plotHeight+62)
 	return w.Bytes()
 }
 
@@ -283,7 +335,8 @@ func (c *barChart) svg() []byte {
 	x.fit(vs)
 	rowH := 2*barH + gap
 	plotH := float64(len(c.rows)) * rowH
-	height := plotTop + plotH + 50 + float64(len(c.notes))*footLine + 10
+	notes := wrap(c.notes)
+	height := plotTop + plotH + 50 + float64(len(notes))*footLine + 10
 
 	var w svgWriter
 	w.open(height)
@@ -316,6 +369,6 @@ func (c *barChart) svg() []byte {
 		}
 	}
 	w.line(left, plotTop, left, plotTop+plotH, inkColour, "", 1)
-	w.notes(c.notes, plotTop+plotH+58)
+	w.notes(notes, plotTop+plotH+58)
 	return w.Bytes()
 }
