@@ -35,9 +35,9 @@ func (h *Histogram) Count() uint64 {
 }
 
 // histogram counts observations from one goroutine for readers anywhere:
-// two atomic adds per observation, no lock, no allocation. A reader's
-// snapshot is consistent per bucket; Sum may run one observation ahead of
-// or behind the counts.
+// two atomic adds per observation, no lock, no allocation. A snapshot is
+// consistent per bucket; its Sum and counts may disagree by the
+// observations made while it was being read.
 type histogram struct {
 	first  uint64 // set before the writer starts
 	counts [HistogramBuckets + 1]atomic.Uint64

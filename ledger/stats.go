@@ -7,10 +7,11 @@ import (
 )
 
 // Stats is a snapshot of a ledger's progress and counters, for metrics and
-// tools. Counters start at zero when Open returns. Each field (each bucket of
-// a histogram) is one atomic load of a value written by a single stage, so a snapshot taken under load
-// is consistent per field but only approximately across fields; the
-// relations documented below hold in every snapshot.
+// tools. Counters start at zero when Open returns. Each field (each bucket
+// of a histogram) is one atomic load of a value written by a single stage,
+// so a snapshot taken under load is consistent per field but only
+// approximately across fields; the relations documented below hold in every
+// snapshot.
 type Stats struct {
 	// Indexes are the pipeline's progress marks, loaded downstream first
 	// as Indexes does (Snapshot <= Committed <= Computed <= Sequenced).
