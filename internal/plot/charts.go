@@ -18,6 +18,14 @@ func median(vs []float64) float64 {
 	return (vs[n/2-1] + vs[n/2]) / 2
 }
 
+// spread is the median of a set of runs and its range.
+type spread struct{ med, lo, hi float64 }
+
+func spreadOf(vs []float64) spread {
+	m := median(vs) // sorts
+	return spread{m, vs[0], vs[len(vs)-1]}
+}
+
 // provenance are a chart's footnotes: where its numbers came from.
 func provenance(s *source, extra ...string) []string {
 	return append([]string{
@@ -39,8 +47,8 @@ func subValue(name, key string) (int, bool) {
 }
 
 // mediansBy groups runs by the integer sub-benchmark parameter key and
-// returns, in increasing order of it, the median of each metric.
-func mediansBy(s *source, runs []benchRun, key string, metrics ...string) ([]int, [][]float64, error) {
+// returns, in increasing order of it, the spread of each metric.
+func mediansBy(s *source, runs []benchRun, key string, metrics ...string) ([]int, [][]spread, error) {
 	vals := map[int][][]float64{}
 	for _, r := range runs {
 		k, ok := subValue(r.name, key)
@@ -66,10 +74,10 @@ func mediansBy(s *source, runs []benchRun, key string, metrics ...string) ([]int
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	out := make([][]float64, len(keys))
+	out := make([][]spread, len(keys))
 	for i, k := range keys {
 		for _, vs := range vals[k] {
-			out[i] = append(out[i], median(vs))
+			out[i] = append(out[i], spreadOf(vs))
 		}
 	}
 	return keys, out, nil
@@ -88,14 +96,15 @@ func walBatchChart(s *source) (*lineChart, error) {
 	}
 	sr := series{name: "durable tx/s"}
 	for i, c := range caps {
-		sr.points = append(sr.points, point{x: med[i][0], y: med[i][1], label: "cap " + strconv.Itoa(c)})
+		y := med[i][1]
+		sr.points = append(sr.points, point{x: med[i][0].med, y: y.med, lo: y.lo, hi: y.hi, label: "cap " + strconv.Itoa(c)})
 	}
 	return &lineChart{
 		title:  "Ledger: durable throughput against group-commit size",
 		x:      axis{label: "transactions per WAL group commit (mean; WALMaxBatch caps it)", log: true},
 		y:      axis{label: "durable transactions per second", log: true},
 		series: []series{sr},
-		notes:  provenance(s, fmt.Sprintf("one submitter at saturation, snapshots on; median of %d runs per cap", len(runs)/len(caps))),
+		notes:  provenance(s, fmt.Sprintf("one submitter at saturation, snapshots on; median of %d runs per cap, bars from the slowest to the fastest", len(runs)/len(caps))),
 	}, nil
 }
 
@@ -121,18 +130,18 @@ func latencyChart(s *source) (*lineChart, error) {
 		ss[i].name = names[i]
 	}
 	for _, r := range rates {
-		var med [4]float64
-		for q := range med {
+		var sp [4]spread
+		for q := range sp {
 			var vs []float64
 			for _, x := range byRate[r] {
 				vs = append(vs, x[q])
 			}
-			med[q] = median(vs)
+			sp[q] = spreadOf(vs)
 		}
 		for q := range ss {
-			p := point{x: r, y: med[q] / 1e6}
-			if q == len(ss)-1 && med[3] < 0.95*r {
-				p.label = "achieved " + number(med[3])
+			p := point{x: r, y: sp[q].med / 1e6, lo: sp[q].lo / 1e6, hi: sp[q].hi / 1e6}
+			if q == len(ss)-1 && sp[3].med < 0.95*r {
+				p.label = "achieved " + number(sp[3].med)
 			}
 			ss[q].points = append(ss[q].points, p)
 		}
@@ -142,7 +151,7 @@ func latencyChart(s *source) (*lineChart, error) {
 		x:      axis{label: "offered load (transactions per second, two submitters)", log: true},
 		y:      axis{label: "latency (ms)", log: true},
 		series: ss,
-		notes:  provenance(s, fmt.Sprintf("median of %d rounds per rate; \"achieved\": durable tx/s where below 95%% of the offered load", len(reps)/len(rates))),
+		notes:  provenance(s, fmt.Sprintf("median of %d rounds per rate, bars from the lowest to the highest; \"achieved\": durable tx/s where below 95%% of the offered load", len(reps)/len(rates))),
 	}, nil
 }
 
@@ -167,9 +176,11 @@ func speedupChart(s *source) (*lineChart, error) {
 	}
 	got := series{name: "measured"}
 	ideal := series{name: fmt.Sprintf("ideal on %d CPUs", procs), reference: true}
+	seq := med[0][0].med
 	for i, w := range workers {
-		sp := med[0][0] / med[i][0]
-		got.points = append(got.points, point{x: float64(w), y: sp, label: fmt.Sprintf("%.2fx", sp)})
+		t := med[i][0]
+		sp := seq / t.med
+		got.points = append(got.points, point{x: float64(w), y: sp, lo: seq / t.hi, hi: seq / t.lo, label: fmt.Sprintf("%.2fx", sp)})
 		ideal.points = append(ideal.points, point{x: float64(w), y: float64(min(w, procs))})
 	}
 	return &lineChart{
@@ -177,7 +188,7 @@ func speedupChart(s *source) (*lineChart, error) {
 		x:      axis{label: "workers", log: true, at: at},
 		y:      axis{label: "speedup over sequential (median ns per cycle)"},
 		series: []series{got, ideal},
-		notes:  provenance(s, fmt.Sprintf("GOMAXPROCS %d; workers=1 is the sequential engine", procs)),
+		notes:  provenance(s, fmt.Sprintf("GOMAXPROCS %d; workers=1 is the sequential engine; bars: the median sequential time over each run's", procs)),
 	}, nil
 }
 

@@ -175,7 +175,7 @@ func TestWALBatchChart(t *testing.T) {
 	}
 	pts := c.series[0].points
 	// medians: cap 1 -> 2000 tx/s, cap 64 -> mean group 64, 35000 tx/s
-	if len(pts) != 3 || pts[0] != (point{1, 2000, "cap 1"}) || pts[1] != (point{64, 35000, "cap 64"}) {
+	if len(pts) != 3 || pts[0] != (point{1, 2000, 1000, 3000, "cap 1"}) || pts[1] != (point{64, 35000, 30000, 40000, "cap 64"}) {
 		t.Fatalf("points %+v", pts)
 	}
 	b := c.svg()
@@ -184,6 +184,11 @@ func TestWALBatchChart(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("no %q in the chart's text", want)
 		}
+	}
+	// a range bar (three thin lines in the series' colour) through each
+	// point with more than one value behind it: cap 1 and cap 64, not 1024
+	if n := bytes.Count(b, []byte(`stroke="`+styles[0].colour+`" stroke-width="1.0"`)); n != 6 {
+		t.Errorf("%d range-bar lines, want 6", n)
 	}
 	xy := points(t, b, 0)
 	if len(xy) != 3 {
@@ -205,7 +210,7 @@ func TestLatencyChart(t *testing.T) {
 		t.Fatalf("series %+v", c.series)
 	}
 	p50 := c.series[0].points
-	if len(p50) != 2 || p50[0].x != 25000 || p50[0].y != 0.6 || p50[1].y != 9 {
+	if len(p50) != 2 || p50[0].x != 25000 || p50[0].y != 0.6 || p50[0].lo != 0.5 || p50[0].hi != 0.7 || p50[1].y != 9 {
 		t.Fatalf("P50 %+v (ms, median of the two 25k runs)", p50)
 	}
 	if c.series[2].points[1].label != "achieved 900k" || c.series[2].points[0].label != "" {
@@ -225,7 +230,7 @@ func TestSpeedupChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, ideal := c.series[0].points, c.series[1].points
-	if len(got) != 3 || got[1].y != 81000.0/41000 || got[2].y != 81000.0/50000 {
+	if len(got) != 3 || got[1].y != 81000.0/41000 || got[2].y != 81000.0/50000 || got[0].lo != 81000.0/82000 || got[0].hi != 81000.0/80000 {
 		t.Fatalf("speedups %+v", got)
 	}
 	if ideal[2].y != 2 || c.series[1].name != "ideal on 2 CPUs" {

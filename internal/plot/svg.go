@@ -148,8 +148,11 @@ func number(v float64) string {
 }
 
 type point struct {
-	x, y  float64
-	label string // drawn beside the point, if not empty
+	x, y float64
+	// lo and hi, if hi > lo, are the range of the runs behind y, drawn as
+	// a bar through the point.
+	lo, hi float64
+	label  string // drawn beside the point, if not empty
 }
 
 type series struct {
@@ -236,6 +239,9 @@ func (c *lineChart) svg() []byte {
 	for _, s := range c.series {
 		for _, p := range s.points {
 			xs, ys = append(xs, p.x), append(ys, p.y)
+			if p.hi > p.lo {
+				ys = append(ys, p.lo, p.hi)
+			}
 		}
 	}
 	c.x.fit(xs)
@@ -284,6 +290,12 @@ func (c *lineChart) svg() []byte {
 		_ = xml.EscapeText(&w, []byte(s.name))
 		w.WriteString("</title></polyline>\n")
 		for _, p := range s.points {
+			if p.hi > p.lo {
+				x, lo, hi := px(p.x), py(p.lo), py(p.hi)
+				w.line(x, lo, x, hi, st.colour, "", 1)
+				w.line(x-3, lo, x+3, lo, st.colour, "", 1)
+				w.line(x-3, hi, x+3, hi, st.colour, "", 1)
+			}
 			if !s.reference {
 				w.marker(st.marker, px(p.x), py(p.y), st.colour)
 			}
