@@ -96,7 +96,8 @@ type Ledger struct {
 	_          pad
 	walBatches atomic.Uint64 // group commits synced
 	walBytes   atomic.Uint64 // their encoded size
-	walSyncNs  atomic.Uint64 // time spent in synced commits
+	walSync    histogram     // synced commit times, ns
+	walGroup   histogram     // transactions per group commit
 
 	// Snapshotter and persister.
 	_         pad
@@ -216,6 +217,7 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered) (*Ledger, er
 		swept:     make(chan struct{}),
 	}
 	l.epochWall = l.epoch.UnixNano()
+	l.walSync.first, l.walGroup.first = walSyncFirstBucket, 1
 	l.recovered = recoveryInfo{last: rs.last, snapshot: rs.snapshot, snapEnd: rs.snapEnd, replayed: rs.replayed, torn: rs.torn}
 	var err error
 	if l.seq, err = ringbuf.NewMPSC[request](cfg.RingSize); err != nil {

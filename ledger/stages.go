@@ -234,7 +234,8 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 			l.fail(err)
 			return
 		}
-		l.walSyncNs.Add(uint64(time.Since(t0)))
+		l.walSync.observe(uint64(time.Since(t0)))
+		l.walGroup.observe(uint64(k))
 		l.walBytes.Add(uint64(len(buf) - wal.HeaderRoom))
 		l.walBatches.Add(1)
 		last := recs[k-1].id
