@@ -11,6 +11,7 @@ import "encoding/binary"
 //	"W" + first tx id        format 1 and 2 only: WAL batch, migrated into wal/ by Open
 //	"S" + tx id              snapshot manifest (msgpack + CRC32C) of the state after tx id
 //	"C" + tx id + chunk no.  snapshot chunk (fixed binary + CRC32C)
+//	"D" + first tx id        durable idempotency index: a run of (tx id, user ref) (refindex.go)
 const (
 	prefixMeta     = 'M'
 	prefixNewest   = 'N'
@@ -18,6 +19,7 @@ const (
 	prefixWAL      = 'W'
 	prefixSnapshot = 'S'
 	prefixChunk    = 'C'
+	prefixDedup    = 'D'
 )
 
 var (

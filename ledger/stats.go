@@ -64,6 +64,11 @@ type Stats struct {
 	// transactions the Snapshotter had not applied yet and waited (back
 	// pressure; zero at the default sizes unless composites are large).
 	OverlaySweeps, OverlayWaits uint64
+	// DedupExpired is the number of transactions since Open whose UserRef
+	// the durable index still named, but from a transaction past
+	// DedupRetention: each was executed as a new transaction (likely a
+	// retry that came too late; see docs/ledger.md).
+	DedupExpired uint64
 	// Pressure is the pressure manager's snapshot: its Level (Idle, Low,
 	// High), how often stages parked (Parks), were woken (Unparks) and
 	// yielded (Yields). The ledger registers three stages: the
@@ -123,6 +128,7 @@ func (l *Ledger) Stats() Stats {
 	s.Syncs = s.WALBatches + s.Snapshots
 	s.OverlaySweeps = l.ovSweeps.Load()
 	s.OverlayWaits = l.ovWaits.Load()
+	s.DedupExpired = l.dedupExpired.Load()
 	s.Pressure = l.pm.Stats()
 	return s
 }
