@@ -12,14 +12,16 @@ import "encoding/binary"
 //	"S" + tx id              snapshot manifest (msgpack + CRC32C) of the state after tx id
 //	"C" + tx id + chunk no.  snapshot chunk (fixed binary + CRC32C)
 //	"D" + first tx id        durable idempotency index: a run of (tx id, user ref) (refindex.go)
+//	"R" + Unix ns            a truncation by ledger recover (truncate.go)
 const (
-	prefixMeta     = 'M'
-	prefixNewest   = 'N'
-	prefixOldest   = 'O'
-	prefixWAL      = 'W'
-	prefixSnapshot = 'S'
-	prefixChunk    = 'C'
-	prefixDedup    = 'D'
+	prefixMeta       = 'M'
+	prefixNewest     = 'N'
+	prefixOldest     = 'O'
+	prefixWAL        = 'W'
+	prefixSnapshot   = 'S'
+	prefixChunk      = 'C'
+	prefixDedup      = 'D'
+	prefixTruncation = 'R'
 )
 
 var (

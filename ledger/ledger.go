@@ -145,6 +145,7 @@ func Open(cfg Config) (*Ledger, error) {
 	var m *meta
 	var rs *recovered
 	var runs []runInfo // the idempotency index, read before anything is written
+	var truncs []truncation
 	if ro != nil {
 		m, err = checkMeta(ro, &cfg)
 		if err == nil && m != nil && m.FormatVersion == formatVersion {
@@ -152,6 +153,9 @@ func Open(cfg Config) (*Ledger, error) {
 		}
 		if err == nil && cfg.DedupRetention > 0 {
 			runs, err = readRuns(ro)
+		}
+		if err == nil {
+			truncs, err = readTruncations(ro)
 		}
 		if cerr := ro.Close(); err == nil {
 			err = cerr
@@ -186,6 +190,11 @@ func Open(cfg Config) (*Ledger, error) {
 			return nil, err
 		}
 		rs.dedup = &dedup{idx: idx} // it replaces the window's map
+	}
+	if n := len(truncs); n > 0 {
+		t := truncs[n-1]
+		log.Printf("ledger: %s: ledger recover cut its log after tx %d on %s, accepting the loss of what followed (damage: %s at offset %d, tx %d..%d: %s); %d recover(s) recorded",
+			cfg.Dir, t.TruncatedAfter, time.Unix(0, t.UnixNs).UTC().Format(time.RFC3339), t.DamageFile, t.DamageOffset, t.DamageFirstTx, t.DamageLastTx, t.DamageReason, n)
 	}
 	if t := rs.torn; t != nil {
 		log.Printf("ledger: %s: %s was not closed cleanly: its records end at offset %d, %d bytes after that dropped; last transaction kept %d",

@@ -28,7 +28,8 @@ type verifyReport struct {
 	Snapshots []snapshotCheck
 	// Findings lists every inconsistency, in key order. verifyDir returns a
 	// non-nil error exactly when it is non-empty.
-	Findings []*CorruptError
+	Findings    []*CorruptError
+	truncations []truncation // by ledger recover, oldest first
 }
 
 // snapshotCheck is the verdict on one persisted snapshot.
@@ -74,6 +75,13 @@ func verifyDir(fs vfs.FS, dir string) (*verifyReport, error) {
 	}
 	if err := v.checkRuns(db); err != nil {
 		return nil, err
+	}
+	if v.rep.truncations, err = readTruncations(db); err != nil {
+		var ce *CorruptError
+		if !errors.As(err, &ce) {
+			return nil, err
+		}
+		v.rep.Findings = append(v.rep.Findings, ce)
 	}
 	for _, s := range v.active {
 		v.finding(keyLoc(idKey(prefixSnapshot, s.id)), s.id+1, s.end, "the WAL ends at tx %d, inside snapshot %d's window up to tx %d", v.last, s.id, s.end)
