@@ -15,16 +15,18 @@ func (m *Merger[T]) head(s int) *item[T] {
 	return src.ring.Peek()
 }
 
-// min returns the rank and head of the lane with the smallest head key, or
-// (-1, nil) if every lane is empty.
-func (m *Merger[T]) min() (int, *item[T]) {
+// min returns the rank of the lane with the smallest head key and that
+// head's arrive cycle, or s < 0 if every lane is empty. head(s) is the
+// message itself.
+func (m *Merger[T]) min() (s int, arrive uint64) {
 	if m.heapMode {
 		m.refresh()
 		if len(m.heap.e) == 0 {
-			return -1, nil
+			return -1, 0
 		}
-		s := int(m.heap.e[0].src)
-		return s, m.head(s)
+		// The entry holds the head's arrive (take and refresh keep it so):
+		// no need to read the head.
+		return int(m.heap.e[0].src), m.heap.e[0].arrive
 	}
 	if m.spills > 0 {
 		return m.scanSpilled()
@@ -38,30 +40,43 @@ func (m *Merger[T]) min() (int, *item[T]) {
 // heads, cached in heads when the consumer has seen them already (only it can
 // change a head). Ranks are in (connID, laneID) order, so the lowest-ranked
 // lane with the smallest arrive wins ties.
-func (m *Merger[T]) scan() (int, *item[T]) {
+func (m *Merger[T]) scan() (int, uint64) {
+	rings, hd := &m.rings, &m.hd
 	var busy uint32
-	for s, r := range m.rings {
-		if r.Tail() != m.hd[s&(heapThreshold-1)] {
-			busy |= 1 << (s & (heapThreshold - 1))
+	for s := 0; s < m.nscan; s += 4 {
+		i := s & (heapThreshold - 4) // i+3 < heapThreshold: no bounds checks
+		if rings[i].Tail() != hd[i] {
+			busy |= 1 << i
+		}
+		if rings[i+1].Tail() != hd[i+1] {
+			busy |= 2 << i
+		}
+		if rings[i+2].Tail() != hd[i+2] {
+			busy |= 4 << i
+		}
+		if rings[i+3].Tail() != hd[i+3] {
+			busy |= 8 << i
 		}
 	}
 	if busy == 0 {
-		return -1, nil
+		return -1, 0
 	}
+	known := m.known
 	best, ba := -1, uint64(0)
 	for b := busy; b != 0; b &= b - 1 {
-		s := bits.TrailingZeros32(b)
+		s := bits.TrailingZeros32(b) & (heapThreshold - 1)
 		a := m.heads[s]
-		if m.known&(1<<s) == 0 {
-			a = m.rings[s].Peek().arrive // non-nil: the tail moved, only we take messages
+		if known&(1<<s) == 0 {
+			a = rings[s].Peek().arrive // non-nil: the tail moved, only we take messages
 			m.heads[s] = a
-			m.known |= 1 << s
+			known |= 1 << s
 		}
 		if best < 0 || a < ba {
 			best, ba = s, a
 		}
 	}
-	return best, m.rings[best].Peek()
+	m.known = known
+	return best, ba
 }
 
 // syncHeads reloads the scan's mirror of every ring's head, after
@@ -70,21 +85,24 @@ func (m *Merger[T]) syncHeads() {
 	if m.heapMode {
 		return
 	}
-	for s, r := range m.rings {
-		m.hd[s] = r.Head()
+	for s := range m.srcs {
+		m.hd[s] = m.srcs[s].ring.Head()
 	}
 }
 
 // scanSpilled is scan while some lane has a spill: it reads every head
 // through head, without the cache.
-func (m *Merger[T]) scanSpilled() (int, *item[T]) {
+func (m *Merger[T]) scanSpilled() (int, uint64) {
 	best, bp := -1, (*item[T])(nil)
 	for s := range m.srcs {
 		if p := m.head(s); p != nil && (bp == nil || p.arrive < bp.arrive) {
 			best, bp = s, p
 		}
 	}
-	return best, bp
+	if bp == nil {
+		return -1, 0
+	}
+	return best, bp.arrive
 }
 
 // take removes and returns the head of lane s, which min just returned, and
