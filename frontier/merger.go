@@ -40,6 +40,9 @@ type Merger[T any] struct {
 	// (connID, laneID) order.
 	srcs   []source[T]
 	spills int // sources whose spill is non-empty
+	// Heap mode: hot[s] is what a pop or a refresh touches of the lane of
+	// rank s, 16 bytes per lane so that indexing is a shift.
+	hot []hotLane[T]
 
 	// Scan mode: rings[s] is the ring of the lane of rank s, for s below
 	// the lane count rounded up to a multiple of 4 (nscan); the slots past
@@ -82,8 +85,13 @@ type source[T any] struct {
 	// spill holds messages the consumer already took out of the ring but
 	// has not delivered; they precede everything still in the ring. Only
 	// FlushIf fills it (see flushLane).
-	spill  queue[T]
-	inHeap bool
+	spill queue[T]
+}
+
+// hotLane is the heap mode's per-lane consumer state.
+type hotLane[T any] struct {
+	ring   *ringbuf.SPSC[item[T]]
+	inHeap bool // the heap holds an entry for this lane
 }
 
 // New returns an empty merger with no aggregate capacity limit: each lane is
@@ -136,6 +144,11 @@ func (m *Merger[T]) AddLane(connID uint64, depth int) (*Lane[T], error) {
 	m.heapMode = n >= heapThreshold
 	if !m.heapMode {
 		m.setScanRings()
+	} else {
+		m.hot = make([]hotLane[T], n)
+		for rk := range m.srcs {
+			m.hot[rk].ring = m.srcs[rk].ring
+		}
 	}
 	if m.heapMode {
 		if (n+63)/64 != m.notify.n {

@@ -18,11 +18,17 @@ func (m *Merger[T]) TryPop(cycle uint64) (v T, arrive uint64, ok bool) {
 		return v, arrive, true
 	}
 	if m.heapMode {
+		// The heap entry holds the head's arrive: no need to read the head.
 		m.refresh()
 		if len(m.heap.e) == 0 || m.heap.e[0].arrive > cycle {
 			return v, 0, false
 		}
-		it := m.take(int(m.heap.e[0].src))
+		var it item[T]
+		if s := int(m.heap.e[0].src); m.spills == 0 {
+			it = m.heapPop(s) // take without its spill branches
+		} else {
+			it = m.take(s)
+		}
 		return it.v, it.arrive, true
 	}
 	if m.spills == 0 {
