@@ -172,27 +172,41 @@ func (m *Merger[T]) heapPop(s int) item[T] {
 
 // refresh moves newly notified lanes into the heap.
 //
-// No wakeup is lost. Three facts carry the argument.
+// No wakeup is lost. The argument uses the Go memory model's rules for
+// sync/atomic: all atomic operations on a word happen in one total order,
+// and an atomic operation B that observes the effect of an atomic operation
+// A is synchronized after A, so everything sequenced before A happens
+// before everything sequenced after B. Three facts carry it.
 //
-//  1. Only the consumer clears bits, and only by Swap, which returns what it
-//     cleared: the Or of a push is either observed by exactly one Swap or
-//     still set, waiting for the next refresh. (A Load that reads zero
-//     clears nothing; an Or it misses is seen by a later Load.)
-//  2. A push stores the ring's tail (a release store) and then does its Or,
-//     in program order; the Or is a sync/atomic operation, so a Swap that
-//     observes it is synchronized after it, and every ring read the
-//     consumer makes after that Swap sees the pushed message.
+//  1. Only the consumer clears bits, and only by Swap, a read-modify-write
+//     that returns what it cleared: the Or of a push is either observed by
+//     exactly one Swap or still set, waiting for the next refresh. (A Load
+//     that reads zero clears nothing; an Or it misses is seen by a later
+//     Load.)
+//  2. A push stores the ring's tail and then does its Or, in program order.
+//     A Swap that observes the Or is synchronized after it, so the slot
+//     write and the tail store happen before every ring read the consumer
+//     makes after that Swap: such a read sees the message (or later ones).
+//     The tail store is ringbuf's release store: an atomic Store under the
+//     race detector, a plain MOV on amd64, whose TSO order gives it the
+//     same effect here; the argument needs nothing of it beyond program
+//     order before the Or.
 //  3. A lane outside the heap whose bit is observed is read at once (below);
 //     a lane in the heap is read again after every pop of its head
-//     (take), and leaves the heap only when such a read finds it empty.
+//     (heapPop, take), and leaves the heap only when such a read finds it
+//     empty.
 //
 // So a pushed message is delivered: by 1, some Swap observes its Or; if the
 // lane is then outside the heap, the read that follows sees the message (2);
 // if it is inside, every later read of the lane sees the message until it
 // is popped, so the lane cannot leave the heap before that. Repeated pushes
 // may coalesce into one bit, and a bit for a lane already in the heap is
-// dropped: both are covered by 3. The argument needs no store-load fence
-// after the tail store: the Or, a locked instruction on amd64, orders it.
+// dropped: both are covered by 3. A push that races a pop's empty read is
+// either seen by that read or sets its bit after the read; if after, the
+// lane is out of the heap when a later Swap observes the bit (1), and is
+// read again (3). The argument needs no store-load fence after the tail
+// store: the Or, a locked instruction on amd64, orders it.
+// TestHandshakeNoLostWakeup and TestConcurrentFreeRun exercise these races.
 func (m *Merger[T]) refresh() {
 	words := m.notify.words
 	for i := 0; i < len(words); i += shardStride {
