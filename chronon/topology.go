@@ -80,10 +80,11 @@ func Parse(name string, src []byte, reg *Registry) (*Simulation, Config, error) 
 }
 
 type loader struct {
-	file string
-	reg  *Registry
-	sim  *Simulation
-	cfg  Config
+	file   string
+	reg    *Registry
+	sim    *Simulation
+	cfg    Config
+	prefix string // "group." while loading a group's units and connections
 }
 
 // yamlLine matches the "line N: " prefix of go-yaml's messages.
@@ -193,6 +194,12 @@ func (l *loader) units(n *yaml.Node) error {
 		if u.Kind != yaml.MappingNode {
 			return at(u, "a unit must be a mapping with name, type and params")
 		}
+		if isGroup(u) {
+			if err := l.group(u); err != nil {
+				return err
+			}
+			continue
+		}
 		var name, typ, params *yaml.Node
 		for i := 0; i < len(u.Content); i += 2 {
 			k, v := u.Content[i], u.Content[i+1]
@@ -204,7 +211,7 @@ func (l *loader) units(n *yaml.Node) error {
 			case "params":
 				params = v
 			default:
-				return at(k, "unknown unit key %q (want name, type, params)", k.Value)
+				return at(k, "unknown unit key %q (want name, type, params; or group, units, connections)", k.Value)
 			}
 		}
 		if name == nil || name.Value == "" {
@@ -217,16 +224,16 @@ func (l *loader) units(n *yaml.Node) error {
 		if !ok {
 			return at(typ, "unknown unit type %q (registered: %s)", typ.Value, strings.Join(l.reg.Types(), ", "))
 		}
-		unit, err := ut.make(name.Value, params)
+		unit, err := ut.make(l.prefix+name.Value, params)
 		if err != nil {
 			var le *lineError
 			var ye *yaml.TypeError
 			if errors.As(err, &le) || errors.As(err, &ye) {
 				return err
 			}
-			return at(u, "unit %q: %v", name.Value, err)
+			return at(u, "unit %q: %v", l.prefix+name.Value, err)
 		}
-		if err := l.sim.Add(name.Value, unit); err != nil {
+		if err := l.sim.Add(l.prefix+name.Value, unit); err != nil {
 			return at(name, "%v", err)
 		}
 	}
@@ -300,12 +307,20 @@ func (l *loader) unitOf(n *yaml.Node) (*unitState, string, error) {
 	if n.Kind != yaml.ScalarNode {
 		return nil, "", at(n, "a port is written unit.port")
 	}
-	u, p, ok := strings.Cut(n.Value, ".")
-	if !ok || u == "" || p == "" {
+	// The port is the last segment: units may have dotted names (groups).
+	i := strings.LastIndexByte(n.Value, '.')
+	if i <= 0 || i == len(n.Value)-1 {
 		return nil, "", at(n, "port %q is not written unit.port", n.Value)
 	}
-	us, ok := l.sim.byName[u]
+	u, p := n.Value[:i], n.Value[i+1:]
+	us, ok := l.sim.byName[l.prefix+u] // a unit of the group whose connections these are
 	if !ok {
+		us, ok = l.sim.byName[u]
+	}
+	if !ok {
+		if l.prefix != "" {
+			return nil, "", at(n, "unknown unit %q in %q (neither %q in group %s nor a full name)", u, n.Value, l.prefix+u, strings.TrimSuffix(l.prefix, "."))
+		}
 		return nil, "", at(n, "unknown unit %q in %q", u, n.Value)
 	}
 	return us, p, nil
