@@ -39,8 +39,9 @@ type Simulation struct {
 	segCycles   uint64 // adaptive segment length; 0: from seqPer (tests set it)
 	seqSegments int    // adaptive segments run sequentially, for tests
 
-	obs observer
-	cfg simConfig
+	obs     observer
+	cfg     simConfig
+	derived []*derived // see DeriveCounter
 }
 
 // edge is the untyped record of a connection, for validation and planning.
