@@ -2,9 +2,10 @@
 MODULES := $(shell sed -n 's|^[[:space:]]*\./\([A-Za-z0-9_/-]*\)[[:space:]]*$$|\1|p' go.work)
 ROOT    := $(CURDIR)
 LINTMOD := $(ROOT)/internal/lint
-# Modules outside the workspace: the lint tools, and the release tool that
-# builds the worktree proxy (it needs golang.org/x/mod, which no library does).
-TOOLMODS := internal/lint internal/release
+# Modules outside the workspace: the lint tools, the release tool that
+# builds the worktree proxy (it needs golang.org/x/mod, which no library
+# does), and the benchmark chart drawer.
+TOOLMODS := internal/lint internal/release internal/plot
 RELEASE  = cd $(ROOT)/internal/release && GOWORK=off go run . -root $(ROOT)
 # staticcheck and benchstat are pinned as tools in internal/lint/go.mod, a module
 # outside the workspace, so library modules never inherit their dependencies.
@@ -13,11 +14,11 @@ BENCHSTAT   = $(shell cd $(LINTMOD) && GOWORK=off go tool -n benchstat)
 COUNT ?= 5
 BENCH ?= .
 
-.PHONY: test race norace consumer vet staticcheck lint bench fmt-check tidy tidy-check modules gowork-off release run fuzz soak
+.PHONY: test race norace consumer plot-test plots plot-data vet staticcheck lint bench fmt-check tidy tidy-check modules gowork-off release run fuzz soak
 
 ## test: vet, staticcheck, the race-enabled tests of every module, and the
 ## consumer test (THE test command).
-test: lint race norace consumer
+test: lint race norace consumer plot-test
 
 race:
 	@set -e; for m in $(MODULES); do echo "== test $$m"; (cd $$m && go test -race -count=1 ./...); done
@@ -33,13 +34,26 @@ norace:
 consumer:
 	@echo "== test internal/release (consumer)"; cd internal/release && GOWORK=off go test -race -count=1 ./...
 
+## plot-test: the chart drawer's tests (parsing, and the SVG it writes).
+plot-test:
+	@echo "== test internal/plot"; cd internal/plot && GOWORK=off go test -race -count=1 ./...
+
+## plots: draw docs/plots/*.svg from the benchmark outputs in docs/bench-data
+## (not part of test). plot-data re-runs those benchmarks (minutes; run it
+## on a quiet machine, then make plots and update docs/benchmarks.md).
+plots:
+	cd internal/plot && GOWORK=off go run . -data $(ROOT)/docs/bench-data -out $(ROOT)/docs/plots
+
+plot-data:
+	internal/plot/collect.sh
+
 vet:
 	@set -e; for m in $(MODULES); do echo "== vet $$m"; (cd $$m && go vet ./...); done
-	@echo "== vet internal/release"; cd internal/release && GOWORK=off go vet ./...
+	@set -e; for m in internal/release internal/plot; do echo "== vet $$m"; (cd $$m && GOWORK=off go vet ./...); done
 
 staticcheck:
 	@set -e; sc="$(STATICCHECK)"; for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $$sc ./...); done
-	@set -e; sc="$(STATICCHECK)"; cd internal/release && echo "== staticcheck internal/release" && GOWORK=off $$sc ./...
+	@set -e; sc="$(STATICCHECK)"; for m in internal/release internal/plot; do echo "== staticcheck $$m"; (cd $$m && GOWORK=off $$sc ./...); done
 
 lint: vet staticcheck
 

@@ -20,6 +20,7 @@ type OutPort[T any] struct {
 	sent     bool
 	log      *cancelLog
 	noCancel bool // the port of a NoCancelOutPort
+	reserved []T  // messages reserved by a PortTransaction, not yet sent
 }
 
 // CanSend reports whether Send would succeed now: every connection has a

@@ -152,6 +152,9 @@ func TestWALBatchesAdapt(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, 5, countKeys())
+	st := l.Stats()
+	require.Equal(t, uint64(5), st.WALGroupSizes.Counts[0], "five batches of one")
+	require.Equal(t, uint64(5), st.WALGroupSizes.Count())
 	ops := make([]Op, 8192)
 	for i := range ops {
 		ops[i] = Deposit{Account: 1 + uint64(i)%100, Amount: 1}
@@ -162,4 +165,16 @@ func TestWALBatchesAdapt(t *testing.T) {
 	burst := countKeys() - 5
 	require.Less(t, burst, len(ops)/8, "a burst of %d committed as %d batches", len(ops), burst)
 	t.Logf("a burst of %d transactions committed as %d batches", len(ops), burst)
+	// The group-commit histogram saw the same batches, now mostly large.
+	st = l.Stats()
+	g := st.WALGroupSizes
+	require.Equal(t, st.WALBatches, g.Count())
+	require.Equal(t, st.Committed, g.Sum)
+	require.Equal(t, st.WALBatches, st.WALSyncTimes.Count())
+	require.Equal(t, uint64(st.WALSyncTime), st.WALSyncTimes.Sum)
+	var big uint64
+	for i := 4; i <= HistogramBuckets; i++ {
+		big += g.Counts[i] // batches of more than 8
+	}
+	require.Positive(t, big, "group sizes %v", g.Counts)
 }

@@ -86,7 +86,7 @@ func checkRecovered(t *testing.T, cfg Config, acks []Result, bal []int64) recove
 		require.Equal(t, id, r.DupOf, "ref %d", ref)
 	}
 	require.NoError(t, l.Close())
-	rep, err := verifyFS(cfg.FS, cfg.Dir)
+	rep, err := verifyDir(cfg.FS, cfg.Dir)
 	require.NoError(t, err)
 	for _, s := range rep.Snapshots {
 		require.True(t, s.Valid, "%+v", s)
@@ -272,10 +272,10 @@ func TestFuzzySnapshotInconsistentRefused(t *testing.T) {
 	var ce *CorruptError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, idKey(prefixSnapshot, 90), ce.Key)
-	rep, err := Verify(cfg.Dir)
+	rep, err := verifyDir(nil, cfg.Dir)
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.Equal(t, idKey(prefixSnapshot, 90), rep.Findings[0].Key)
-	require.Equal(t, []SnapshotCheck{{TxID: 90, Valid: true}}, rep.Snapshots)
+	require.Equal(t, []snapshotCheck{{TxID: 90, Valid: true}}, rep.Snapshots)
 }
 
 // TestFuzzySnapshotWindowConsistent: the same fuzzy claim with the true
@@ -287,9 +287,9 @@ func TestFuzzySnapshotWindowConsistent(t *testing.T) {
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
 		writeClaim(t, db, &cfg, 90, false, nil)
 	})
-	rep, err := Verify(cfg.Dir)
+	rep, err := verifyDir(nil, cfg.Dir)
 	require.NoError(t, err)
-	require.Equal(t, []SnapshotCheck{{TxID: 90, Valid: true, Replayed: true}}, rep.Snapshots)
+	require.Equal(t, []snapshotCheck{{TxID: 90, Valid: true, Replayed: true}}, rep.Snapshots)
 	rec, x, bal, err := openState(t, cfg)
 	require.NoError(t, err)
 	require.Equal(t, uint64(90), rec.snapshot)
@@ -325,13 +325,13 @@ func TestFormatV1Upgrade(t *testing.T) {
 		require.NoError(t, db.Set(metaKey, rec, pebble.Sync))
 	})
 	downgrade(t, cfg.Dir, 1) // its WAL as W keys in pebble
-	rep, err := Verify(cfg.Dir)
+	rep, err := verifyDir(nil, cfg.Dir)
 	require.ErrorIs(t, err, ErrIncompatible, "Verify reads format 3 only: %v", rep)
 	rec, x, bal, err := openState(t, cfg)
 	require.NoError(t, err)
-	rep, err = Verify(cfg.Dir)
+	rep, err = verifyDir(nil, cfg.Dir)
 	require.NoError(t, err)
-	require.Equal(t, []SnapshotCheck{{TxID: 100, Valid: true, Replayed: true}}, rep.Snapshots)
+	require.Equal(t, []snapshotCheck{{TxID: 100, Valid: true, Replayed: true}}, rep.Snapshots)
 	require.Equal(t, uint64(100), rec.snapshot)
 	require.Equal(t, uint64(100), rec.snapEnd, "a format 1 snapshot is exact")
 	require.Equal(t, wantX, x)
@@ -398,7 +398,7 @@ func fuzzyAnchor(t *testing.T, bad bool) {
 		require.NoError(t, err)
 	})
 	rewriteWALFrom(t, cfg.Dir, 91) // the batch holding 91 stays
-	rep, err := Verify(cfg.Dir)
+	rep, err := verifyDir(nil, cfg.Dir)
 	if bad {
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.Equal(t, idKey(prefixSnapshot, 90), rep.Findings[0].Key)
@@ -409,7 +409,7 @@ func fuzzyAnchor(t *testing.T, bad bool) {
 		return
 	}
 	require.NoError(t, err)
-	require.Equal(t, []SnapshotCheck{{TxID: 90, Valid: true}}, rep.Snapshots, "anchoring, not compared")
+	require.Equal(t, []snapshotCheck{{TxID: 90, Valid: true}}, rep.Snapshots, "anchoring, not compared")
 	require.Greater(t, rep.FirstTx, TxID(1))
 	rec, x, bal, err := openState(t, cfg)
 	require.NoError(t, err)

@@ -29,66 +29,80 @@ const (
 type pad [128]byte
 
 // Ledger is an open ledger. All methods are safe for concurrent use.
+//
+// Fields are grouped by the stage that writes them; pads keep fields that
+// different goroutines write on separate cache lines.
 type Ledger struct {
-	cfg Config
-	db  *pebble.DB
-	wal *wal.Writer // appended to by the WAL stage only; Find and RemoveBelow from others
-	pm  *pressure.Manager
-	// Stage handles by role, for targeted wakes: a publisher wakes the
-	// stage it feeds, so parked stages downstream stay parked.
+	// Set by Open, read-only after.
+	cfg       Config
+	db        *pebble.DB
+	pm        *pressure.Manager
+	base      uint64 // id of Sequencer ticket 0
+	epoch     time.Time
+	epochWall int64 // with epoch, the Transactor's clock (now)
+	recovered recoveryInfo
+	// The rings between the stages, and the stages by role for targeted
+	// wakes: a publisher wakes the stage it feeds, so parked stages
+	// downstream stay parked.
+	seq                          *ringbuf.MPSC[request]  // submitters -> Transactor
+	toWAL                        *ringbuf.SPSC[txRecord] // Transactor -> WAL
+	toSnap                       *ringbuf.SPSC[txRecord] // WAL -> Snapshotter
 	txStage, walStage, snapStage *pressure.Stage
-	base                         uint64 // id of Sequencer ticket 0
+	wal                          *wal.Writer        // appended to by the WAL stage only; Find and RemoveBelow from others
+	readable                     []atomic.Int64     // the ledger's one per-account array; elements stored by the Snapshotter only
+	persistCh                    chan *snapshotData // Snapshotter -> persister
 
-	seq    *ringbuf.MPSC[request]
-	toWAL  *ringbuf.SPSC[txRecord]
-	toSnap *ringbuf.SPSC[txRecord]
-
-	// Each index is stored by its stage after the work it names is
-	// published (ring commit, pebble Sync, balance stores). The atomics are
-	// sequentially consistent, so a goroutine that loads an index >= id
-	// also observes everything the stage did for id.
+	// The progress indexes, one per stage. Each is stored by its stage
+	// after the work it names is published (ring commit, WAL sync,
+	// balance stores). The atomics are sequentially consistent, so a
+	// goroutine that loads an index >= id also observes everything the
+	// stage did for id.
 	_         pad
-	state     atomic.Uint64
+	state     atomic.Uint64 // submitters: calls in flight; Close and fail: the closed and failed bits
 	_         pad
-	sequenced atomic.Uint64 // max id returned by a submit
+	sequenced atomic.Uint64 // submitters: max id returned by a submit
 	_         pad
-	computed  atomic.Uint64 // written by the Transactor
+	computed  atomic.Uint64 // Transactor
 	_         pad
-	committed atomic.Uint64 // written by the WAL, after Sync returned
+	committed atomic.Uint64 // WAL, after the sync returned
 	_         pad
-	snapshot  atomic.Uint64 // written by the Snapshotter
+	snapshot  atomic.Uint64 // Snapshotter
 	applying  atomic.Uint64 // Snapshotter: last id of the batch it is storing (>= snapshot)
 	_         pad
 
-	waits    [Snapshot + 1]waitList // indexed by Level
-	readable []atomic.Int64         // written by the Snapshotter only; the ledger's one per-account array
+	// Waiters, released by the stage that advances their level.
+	waits [Snapshot + 1]waitList // Wait calls, indexed by Level
+	fns   fnList                 // SubmitFunc and SubmitAndWait deliveries not yet made
 
-	// halt mirrors failedBit on a line of its own: stages poll it on every
-	// empty iteration, and state is written twice by every submit.
+	// Stopping. halt mirrors failedBit on a line of its own: stages poll
+	// it on every empty iteration, and state is written twice by every
+	// submit.
 	_        pad
 	halt     atomic.Bool
 	_        pad
-	stopping atomic.Bool // set by Close once no submit is in flight
-	txDone   atomic.Bool // the Transactor has published its last record
-	walDone  atomic.Bool
+	stopping atomic.Bool // Close: set once no submit is in flight
+	txDone   atomic.Bool // Transactor: it has published its last record
+	walDone  atomic.Bool // WAL: likewise
 
-	epoch     time.Time // monotonic base for timestamps
-	epochWall int64
+	// Transactor: counters for Stats.
+	_        pad
+	outcomes [KindComposite + 1][numFailReasons]atomic.Uint64
+	ovSweeps atomic.Uint64 // overlay sweeps
+	ovWaits  atomic.Uint64 // waits for overlay room
+	// retries past DedupRetention the durable index still named
+	dedupExpired atomic.Uint64
 
-	persistCh chan *snapshotData // Snapshotter -> persister
-	persisted atomic.Uint64      // tx id of the newest persisted snapshot
+	// WAL: counters for Stats.
+	_          pad
+	walBatches atomic.Uint64 // group commits synced
+	walBytes   atomic.Uint64 // their encoded size
+	walSync    histogram     // synced commit times, ns
+	walGroup   histogram     // transactions per group commit
 
-	// Counters for Stats, each block written by one goroutine.
-	_          pad
-	outcomes   [KindComposite + 1][numFailReasons]atomic.Uint64 // Transactor
-	ovSweeps   atomic.Uint64                                    // Transactor: overlay sweeps
-	ovWaits    atomic.Uint64                                    // Transactor: waits for overlay room
-	_          pad
-	walBatches atomic.Uint64 // WAL: group commits synced
-	walBytes   atomic.Uint64 // WAL: their encoded size
-	walSyncNs  atomic.Uint64 // WAL: time spent in synced commits
-	_          pad
-	snapshots  atomic.Uint64 // persister: snapshots made durable since Open
+	// Snapshotter and persister.
+	_         pad
+	persisted atomic.Uint64 // persister: tx id of the newest persisted snapshot
+	snapshots atomic.Uint64 // persister: snapshots made durable since Open
 	// spare is the one snapshot buffer while the Snapshotter may fill it
 	// (nil while the persister holds it). The persister stores it back and
 	// then calls Wake, so a Snapshotter with a request pending, polling
@@ -99,15 +113,12 @@ type Ledger struct {
 	// snapshot to cover; raised by callers (CAS-max, then Wake), read by
 	// the Snapshotter every iteration.
 	snapWant  atomic.Uint64
-	snapWaits waitList // Snapshot calls, by snapWant id, released by the persister
-	// snapHook, if set (tests), runs in the persister after each chunk.
-	snapHook atomic.Pointer[func(chunk uint32)]
+	snapWaits waitList                           // Snapshot calls, by snapWant id, released by the persister
+	snapHook  atomic.Pointer[func(chunk uint32)] // tests: runs in the persister after each chunk
 
-	recovered recoveryInfo
-
+	// Lifecycle: Close and fail.
 	wg        sync.WaitGroup
 	stopped   chan struct{} // closed when the pipeline stops (Close or failure)
-	fns       fnList        // SubmitFunc callbacks not yet called
 	swept     chan struct{} // closed when sweepFns is done
 	stopOnce  sync.Once
 	errMu     sync.Mutex
@@ -133,10 +144,18 @@ func Open(cfg Config) (*Ledger, error) {
 	}
 	var m *meta
 	var rs *recovered
+	var runs []runInfo // the idempotency index, read before anything is written
+	var truncs []truncation
 	if ro != nil {
 		m, err = checkMeta(ro, &cfg)
 		if err == nil && m != nil && m.FormatVersion == formatVersion {
 			rs, err = recoverState(ro, &cfg)
+		}
+		if err == nil && cfg.DedupRetention > 0 {
+			runs, err = readRuns(ro)
+		}
+		if err == nil {
+			truncs, err = readTruncations(ro)
 		}
 		if cerr := ro.Close(); err == nil {
 			err = cerr
@@ -163,6 +182,19 @@ func Open(cfg Config) (*Ledger, error) {
 	if err != nil {
 		db.Close()
 		return nil, err
+	}
+	if cfg.DedupRetention > 0 {
+		idx, err := loadRefIndex(db, &cfg, rs, runs, wallNow(&cfg))
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		rs.dedup = &dedup{idx: idx} // it replaces the window's map
+	}
+	if n := len(truncs); n > 0 {
+		t := truncs[n-1]
+		log.Printf("ledger: %s: ledger recover cut its log after tx %d on %s, accepting the loss of what followed (damage: %s at offset %d, tx %d..%d: %s); %d recover(s) recorded",
+			cfg.Dir, t.TruncatedAfter, time.Unix(0, t.UnixNs).UTC().Format(time.RFC3339), t.DamageFile, t.DamageOffset, t.DamageFirstTx, t.DamageLastTx, t.DamageReason, n)
 	}
 	if t := rs.torn; t != nil {
 		log.Printf("ledger: %s: %s was not closed cleanly: its records end at offset %d, %d bytes after that dropped; last transaction kept %d",
@@ -194,6 +226,7 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered) (*Ledger, er
 		swept:     make(chan struct{}),
 	}
 	l.epochWall = l.epoch.UnixNano()
+	l.walSync.first, l.walGroup.first = walSyncFirstBucket, 1
 	l.recovered = recoveryInfo{last: rs.last, snapshot: rs.snapshot, snapEnd: rs.snapEnd, replayed: rs.replayed, torn: rs.torn}
 	var err error
 	if l.seq, err = ringbuf.NewMPSC[request](cfg.RingSize); err != nil {
@@ -306,7 +339,12 @@ func (l *Ledger) halted() bool { return l.halt.Load() }
 
 // now is the Transactor's clock: wall time at Open plus monotonic time since,
 // so timestamps never go backwards within a run.
-func (l *Ledger) now() int64 { return l.epochWall + int64(time.Since(l.epoch)) }
+func (l *Ledger) now() int64 {
+	if l.cfg.now != nil {
+		return l.cfg.now()
+	}
+	return l.epochWall + int64(time.Since(l.epoch))
+}
 
 // Submit sequences op and returns its id without waiting for it to execute.
 // Invalid input is refused with an *InputError and takes no id. When the
@@ -396,48 +434,31 @@ func (l *Ledger) SubmitBatch(ops []Op) (first, last TxID, err error) {
 var batchPool = sync.Pool{New: func() any { return new([]request) }}
 
 // SubmitAndWait submits op and waits until it reaches level (Computed,
-// Committed or Snapshot), then returns its Result. The result is delivered
-// by the stage that reaches the level, without polling. If ctx ends first,
-// the transaction still executes; SubmitAndWait returns ctx's error and the
-// result carries only the id if one was assigned.
+// Committed or Snapshot), then returns its Result. It is SubmitFunc with a
+// callback that wakes the caller: the result is delivered by the stage that
+// reaches the level, without polling, and a failure or Close ends the wait
+// with its error. If ctx ends first, the transaction still executes;
+// SubmitAndWait returns ctx's error and a Result carrying only the id.
 func (l *Ledger) SubmitAndWait(ctx context.Context, op Op, level Level) (Result, error) {
-	if level < Computed || level > Snapshot {
-		return Result{}, ErrLevel
-	}
-	var r request
-	if err := prepare(op, l.cfg.MaxAccounts, &r); err != nil {
-		return Result{}, &InputError{Err: err}
-	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	w := opWaiterPool.Get().(*opWaiter)
-	r.w, r.wlevel = w, level
-	id, err := l.push(&r)
+	w := resultWaitPool.Get().(*resultWait)
+	id, err := l.SubmitFunc(op, level, w.deliver)
 	if err != nil {
-		opWaiterPool.Put(w)
+		resultWaitPool.Put(w)
 		return Result{}, err
 	}
 	select {
 	case <-w.done:
-		return w.take(), nil
-	case <-ctx.Done():
-		return Result{ID: id}, ctx.Err() // w is abandoned, not reused
-	case <-l.stopped:
-		select {
-		case <-w.done:
-			return w.take(), nil
-		default:
-			return Result{ID: id}, l.stoppedErr()
+		res, err := w.take()
+		if err != nil {
+			res.ID = id
 		}
+		return res, err
+	case <-ctx.Done():
+		return Result{ID: id}, ctx.Err() // w is abandoned: its callback still runs, into done
 	}
-}
-
-func (w *opWaiter) take() Result {
-	res := w.res
-	w.res = Result{}
-	opWaiterPool.Put(w)
-	return res
 }
 
 func (l *Ledger) stoppedErr() error {

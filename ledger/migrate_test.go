@@ -26,7 +26,7 @@ func TestFormat2Migrated(t *testing.T) {
 	_, err = os.Stat(filepath.Join(cfg.Dir, walDir))
 	require.ErrorIs(t, err, os.ErrNotExist)
 
-	_, err = Verify(cfg.Dir)
+	_, err = verifyDir(nil, cfg.Dir)
 	require.ErrorIs(t, err, ErrIncompatible)
 
 	l, err = Open(cfg)
@@ -51,7 +51,7 @@ func TestFormat2Migrated(t *testing.T) {
 	for i, b := range batches {
 		require.Equal(t, b.batch, got[i].batch, "batch %d copied as it was", i)
 	}
-	rep, err := Verify(cfg.Dir)
+	rep, err := verifyDir(nil, cfg.Dir)
 	require.NoError(t, err)
 	require.Equal(t, TxID(1001), rep.LastTx)
 }
@@ -73,6 +73,6 @@ func TestFormat2MigrationRedone(t *testing.T) {
 	x, _ := l.Indexes()
 	require.Equal(t, TxID(200), x.Committed)
 	require.NoError(t, l.Close())
-	_, err = Verify(cfg.Dir)
+	_, err = verifyDir(nil, cfg.Dir)
 	require.NoError(t, err)
 }

@@ -7,6 +7,60 @@ import (
 	"github.com/lanework/lanework/pressure"
 )
 
+// The pipeline's invariants. Every change to the stage code keeps them;
+// the comments below refer to them by number.
+//
+//  1. Ids. A transaction's id is base plus its ticket in the Sequencer ring
+//     (seq): ids are dense, a batch's are contiguous, and every stage sees
+//     the transactions in id order (each ring has one consumer and is FIFO).
+//
+//  2. One writer each. The Transactor alone writes the working balances
+//     (the overlay, overlay.go) and runs business logic; the Snapshotter
+//     alone stores readable balances; each index has one writer (its
+//     stage), but Sequenced, a CAS-max of the submitters.
+//
+//  3. Work, then index. A stage stores its index only after the work it
+//     names is done and visible: Computed after execution, Committed after
+//     the WAL record holding the transactions is fdatasync'd, Snapshot after
+//     the balance stores. The indexes are sequentially consistent atomics,
+//     so Snapshot <= Committed <= Computed holds at every instant, and a
+//     load of an index >= id observes everything done for id.
+//
+//  4. Nothing acknowledged at Committed is lost. Committed advances only
+//     after wal.Writer.Append returned; a failed append fails the ledger,
+//     and no index moves again.
+//
+//  5. Entries are final. Downstream of the Transactor nobody re-runs logic:
+//     the WAL encodes the records, the Snapshotter stores their resulting
+//     balances, recovery replays the same entries.
+//
+//  6. Delivery exactly once. A waiter's result is delivered by the stage
+//     that brings the transaction to its level, before that stage hands the
+//     record's slot on (Transactor: before toWAL.Commit; WAL and
+//     Snapshotter: before Advance), or, after a failure, by sweepFns once
+//     every stage has stopped. Whoever unlinks the waiter from fns calls it.
+//
+//  7. Bounded memory, back pressure. Each ring is fixed; a stage whose
+//     output ring is full waits for its consumer; the Transactor waits when
+//     the overlay holds no room for transactions above Snapshot. Nothing
+//     grows with load.
+//
+//  8. No lost wakeup. A publisher calls Wake on its consumer after every
+//     publication (submitters also before, so a parked Transactor is already
+//     waking), a consumer after consuming (a blocked producer gets the CPU).
+//
+//  9. Drain on Close. A stage exits only when its upstream's done flag is
+//     set and its input ring is empty; the upstream stores the flag after
+//     its last publication, so reloading the ring after seeing the flag
+//     cannot miss an item. Close sets stopping once no submit is in flight,
+//     so everything sequenced becomes durable before Close returns. A
+//     failure (halt) stops every stage at its next check instead.
+//
+// 10. Snapshots are fuzzy, and recovery knows it. The persister reads the
+//     readable balances while the Snapshotter goes on applying; a snapshot
+//     names the window (its id, applying) it may be ahead by, and recovery
+//     replays the WAL over that window (recovery.go).
+
 const (
 	// transactorRun bounds the requests the Transactor takes per iteration.
 	transactorRun = 4096
@@ -18,15 +72,15 @@ const (
 	// walMaxBytes bounds one WAL batch record (and wal.MaxBatch of the
 	// segment size).
 	walMaxBytes = 8 << 20
+	// maxTxEncoded is the most bytes one transaction takes in a batch
+	// (walcodec.go): encodeBatch stops only once a batch has reached its
+	// bound, so the WAL leaves this much room below wal.MaxBatch.
+	maxTxEncoded = 8 + 8 + 8 + MaxLegs*entryLen
 )
 
 // Every stage loop follows one pattern: take what is ready; if nothing is,
-// exit once the upstream stage has finished and the ring is empty (the
-// upstream stores its done flag after its last publication, so reloading the
-// ring after seeing the flag cannot miss an item), else let the pressure
-// manager decide how to wait. After publishing, a stage calls Wake so that a
-// parked neighbour sees the work; after consuming, so that a producer blocked
-// on a full ring gets the CPU back promptly.
+// exit as invariant 9 says, else let the pressure manager decide how to
+// wait; Wake as invariant 8 says.
 
 // runTransactor is the single writer of the working balances (the overlay
 // over the readable balances, see overlay.go).
@@ -73,6 +127,7 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 			x.ov.sweep(snapshot())
 		}
 		ts := l.now()
+		x.dedup.startRun(next, ts)
 		k := 0
 		for ; k < n; k++ {
 			if k%touchAhead == 0 {
@@ -85,6 +140,9 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 			x.execute(r, next+uint64(k), ts, &out[k])
 			cnt[out[k].kind][out[k].fail]++
 			*r = request{} // drop references to legs and waiters
+		}
+		if x.dedup.idx != nil && x.dedup.idx.expired != l.dedupExpired.Load() { // the only writer
+			l.dedupExpired.Store(x.dedup.idx.expired)
 		}
 		if pend > 0 {
 			pend -= k
@@ -155,7 +213,7 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 	defer l.wg.Done()
 	defer func() { l.walDone.Store(true); l.pm.Wake() }()
 	buf := make([]byte, wal.HeaderRoom, 1<<20)
-	maxBytes := min(walMaxBytes, wal.MaxBatch(l.cfg.WALSegmentSize)) - wal.HeaderRoom
+	maxBytes := min(walMaxBytes, wal.MaxBatch(l.cfg.WALSegmentSize)-maxTxEncoded) - wal.HeaderRoom
 	for {
 		recs := l.toWAL.PeekN(l.cfg.WALMaxBatch)
 		if len(recs) == 0 {
@@ -176,7 +234,8 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 			l.fail(err)
 			return
 		}
-		l.walSyncNs.Add(uint64(time.Since(t0)))
+		l.walSync.observe(uint64(time.Since(t0)))
+		l.walGroup.observe(uint64(k))
 		l.walBytes.Add(uint64(len(buf) - wal.HeaderRoom))
 		l.walBatches.Add(1)
 		last := recs[k-1].id
@@ -211,13 +270,18 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 	defer close(l.persistCh)
 	lastSnap := l.persisted.Load() // tx id of the last snapshot handed over
 	applied := l.snapshot.Load()
+	var appliedTs int64 // timestamp of tx applied (0 until a batch is applied)
+	var run *refRun     // the durable idempotency index's next run, if kept
+	if l.cfg.DedupRetention > 0 {
+		run = &refRun{}
+	}
 	for {
 		recs := l.toSnap.PeekN(snapshotterRun)
 		if len(recs) == 0 {
 			// A requested snapshot of an idle ledger: everything asked
 			// for is applied. Checked before the exit test, so a request
 			// made before Close is still served while the pipeline drains.
-			if want := l.snapWant.Load(); want > lastSnap && applied >= want && l.takeSnapshot(applied, &refs) {
+			if want := l.snapWant.Load(); want > lastSnap && applied >= want && l.takeSnapshot(applied, appliedTs, &refs) {
 				lastSnap = applied
 				continue
 			}
@@ -244,9 +308,19 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 			if r.userRef != 0 && r.fail != Duplicate {
 				refs.trim(r.id, nil)
 				refs.push(refEntry{id: r.id, ref: r.userRef})
+				if run != nil {
+					run.add(r.id, r.userRef, r.ts)
+				}
 			}
 		}
-		applied = last
+		// Before any snapshot that covers these transactions.
+		if run != nil {
+			if err := run.flush(l.db); err != nil {
+				l.fail(err)
+				return
+			}
+		}
+		applied, appliedTs = last, recs[len(recs)-1].ts
 		l.snapshot.Store(last)
 		l.waits[Snapshot].release(TxID(last))
 		l.deliver(recs, Snapshot)
@@ -257,24 +331,25 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		}
 		// If the previous snapshot is still being written, takeSnapshot
 		// skips and the next batch (or idle iteration) tries again.
-		if due && l.takeSnapshot(last, &refs) {
+		if due && l.takeSnapshot(last, appliedTs, &refs) {
 			lastSnap = last
 		}
 	}
 }
 
-// takeSnapshot hands the persister a snapshot started after tx id at (the
-// Snapshotter has applied everything up to it) with the dedup window as of
-// at; false if the persister is still writing the previous one. Nothing is
+// takeSnapshot hands the persister a snapshot started after tx id at, of
+// timestamp ts (the Snapshotter has applied everything up to it), with the
+// dedup window as of at; false if the persister is still writing the
+// previous one. Nothing is
 // copied: the persister reads the readable balances while the Snapshotter
 // goes on applying (a fuzzy snapshot, see recoverState).
-func (l *Ledger) takeSnapshot(at uint64, refs *refWindow) bool {
+func (l *Ledger) takeSnapshot(at uint64, ts int64, refs *refWindow) bool {
 	s := l.spare.Swap(nil)
 	if s == nil {
 		return false
 	}
 	refs.trim(at+1, nil)
-	s.txID, s.refs = at, refs.entries()
+	s.txID, s.ts, s.refs = at, ts, refs.entries()
 	l.persistCh <- s
 	return true
 }
@@ -285,6 +360,8 @@ func (l *Ledger) takeSnapshot(at uint64, refs *refWindow) bool {
 func (l *Ledger) runPersister() {
 	defer l.wg.Done()
 	var buf []byte
+	keep := retentionOf(&l.cfg)
+	prunedID, prunedTs := l.recovered.last, wallNow(&l.cfg) // Open pruned
 	for s := range l.persistCh {
 		var err error
 		var hook func(uint32)
@@ -295,6 +372,13 @@ func (l *Ledger) runPersister() {
 		if err == nil && l.cfg.WALRetention >= 0 && s.txID > uint64(l.cfg.WALRetention) {
 			// Whole segments below the snapshot minus the retention go.
 			_, err = l.wal.RemoveBelow(s.txID - uint64(l.cfg.WALRetention) + 1)
+		}
+		// As of the snapshot's transaction: whatever it finds expired is
+		// expired for every transaction the Transactor executes later.
+		if err == nil && l.cfg.DedupRetention > 0 && s.ts != 0 && keep.pruneDue(prunedID, prunedTs, s.txID, s.ts) {
+			if err = pruneRuns(l.db, keep.graced(), s.txID, s.ts); err == nil {
+				prunedID, prunedTs = s.txID, s.ts
+			}
 		}
 		if err != nil {
 			l.fail(err)

@@ -7,10 +7,11 @@ import (
 )
 
 // Stats is a snapshot of a ledger's progress and counters, for metrics and
-// tools. Counters start at zero when Open returns. Each field is one atomic
-// load of a value written by a single stage, so a snapshot taken under load
-// is consistent per field but only approximately across fields; the
-// relations documented below hold in every snapshot.
+// tools. Counters start at zero when Open returns. Each field (each bucket
+// of a histogram) is one atomic load of a value written by a single stage,
+// so a snapshot taken under load is consistent per field but only
+// approximately across fields; the relations documented below hold in every
+// snapshot.
 type Stats struct {
 	// Indexes are the pipeline's progress marks, loaded downstream first
 	// as Indexes does (Snapshot <= Committed <= Computed <= Sequenced).
@@ -33,16 +34,22 @@ type Stats struct {
 	// reason over all kinds.
 	Outcomes [KindComposite + 1][Duplicate + 1]uint64
 	// WALBatches is the number of WAL group commits written since Open:
-	// each is one pebble key written with Sync, counted once the sync
-	// returned.
+	// each is one record of the ledger's own log, fdatasynced, counted
+	// once the sync returned.
 	WALBatches uint64
 	// WALBytes is the encoded size of those batches.
 	WALBytes uint64
 	// WALSyncTime is the total time the WAL stage spent in synced commits;
 	// WALSyncTime / WALBatches is the mean sync latency.
 	WALSyncTime time.Duration
-	// Syncs is the number of synced pebble commits the pipeline made since
-	// Open: one per WAL batch plus one per snapshot manifest
+	// WALSyncTimes is the distribution of those sync times in
+	// nanoseconds, from 50 µs to 1.6 s (Bound(i) = 50 µs << i); its Sum is
+	// WALSyncTime. WALGroupSizes is the distribution of the transactions
+	// per group commit, from 1 to 32768 (Bound(i) = 1 << i). Both are
+	// counted once the sync returned, like WALBatches.
+	WALSyncTimes, WALGroupSizes Histogram
+	// Syncs is the number of synced writes the pipeline made since Open:
+	// one per WAL batch plus one per snapshot manifest committed to pebble
 	// (WALBatches + Snapshots).
 	Syncs uint64
 	// Snapshots is the number of snapshots made durable since Open,
@@ -57,6 +64,11 @@ type Stats struct {
 	// transactions the Snapshotter had not applied yet and waited (back
 	// pressure; zero at the default sizes unless composites are large).
 	OverlaySweeps, OverlayWaits uint64
+	// DedupExpired is the number of transactions since Open whose UserRef
+	// the durable index still named, but from a transaction past
+	// DedupRetention: each was executed as a new transaction (likely a
+	// retry that came too late; see docs/ledger.md).
+	DedupExpired uint64
 	// Pressure is the pressure manager's snapshot: its Level (Idle, Low,
 	// High), how often stages parked (Parks), were woken (Unparks) and
 	// yielded (Yields). The ledger registers three stages: the
@@ -65,6 +77,19 @@ type Stats struct {
 	// Closed is true once Close was called; Failed once a storage error
 	// stopped the pipeline.
 	Closed, Failed bool
+}
+
+// walSyncFirstBucket is the first bound of WALSyncTimes in nanoseconds: a
+// group commit on a fast disk syncs in tens of microseconds, on a slow one
+// in milliseconds. The server's latency histograms use the same bounds.
+const walSyncFirstBucket = 50_000
+
+// StageStats appends the pressure counters of each pipeline stage (the
+// Transactor, the WAL, the Snapshotter, in that order) to dst: whether it is
+// parked now, how often it parked, was woken and yielded. Stats.Pressure is
+// their sum.
+func (l *Ledger) StageStats(dst []pressure.StageStats) []pressure.StageStats {
+	return l.pm.StageStats(dst)
 }
 
 // Fails returns the number of transactions of every kind executed since
@@ -81,7 +106,7 @@ func (s *Stats) Fails(r FailReason) uint64 {
 }
 
 // Stats returns a snapshot of the ledger's indexes and counters. It takes
-// no lock and writes nothing: a few dozen atomic loads. It works after
+// no lock and writes nothing: about a hundred atomic loads. It works after
 // Close and after a failure too, returning the final values.
 func (l *Ledger) Stats() Stats {
 	st := l.state.Load()
@@ -96,12 +121,14 @@ func (l *Ledger) Stats() Stats {
 	}
 	s.WALBatches = l.walBatches.Load()
 	s.WALBytes = l.walBytes.Load()
-	s.WALSyncTime = time.Duration(l.walSyncNs.Load())
+	s.WALSyncTimes, s.WALGroupSizes = l.walSync.load(), l.walGroup.load()
+	s.WALSyncTime = time.Duration(s.WALSyncTimes.Sum)
 	s.Snapshots = l.snapshots.Load()
 	s.SnapshotTx = TxID(l.persisted.Load())
 	s.Syncs = s.WALBatches + s.Snapshots
 	s.OverlaySweeps = l.ovSweeps.Load()
 	s.OverlayWaits = l.ovWaits.Load()
+	s.DedupExpired = l.dedupExpired.Load()
 	s.Pressure = l.pm.Stats()
 	return s
 }

@@ -10,8 +10,9 @@ import (
 	"github.com/lanework/lanework/ledger/internal/wal"
 )
 
-// VerifyReport is what Verify found in a ledger directory.
-type VerifyReport struct {
+// verifyReport is what verifyDir found in a ledger directory; package
+// inspect presents it (inspect.VerifyReport documents the fields).
+type verifyReport struct {
 	MaxAccounts  uint64
 	FirstTx      TxID // first transaction in the WAL; 0 if the WAL is empty
 	LastTx       TxID // last transaction in a decodable WAL batch
@@ -22,16 +23,17 @@ type VerifyReport struct {
 	FromZero bool
 	// TornTail is the torn tail of the newest WAL segment (the remains of
 	// a write cut short by a crash, never acknowledged), nil if none. Open
-	// drops it; Verify does not count it as a finding.
+	// drops it; verifyDir does not count it as a finding.
 	TornTail  *TornTail
-	Snapshots []SnapshotCheck
-	// Findings lists every inconsistency, in key order. Verify returns a
+	Snapshots []snapshotCheck
+	// Findings lists every inconsistency, in key order. verifyDir returns a
 	// non-nil error exactly when it is non-empty.
-	Findings []*CorruptError
+	Findings    []*CorruptError
+	truncations []truncation // by ledger recover, oldest first
 }
 
-// SnapshotCheck is the verdict on one persisted snapshot.
-type SnapshotCheck struct {
+// snapshotCheck is the verdict on one persisted snapshot.
+type snapshotCheck struct {
 	TxID TxID
 	// Valid: the manifest, every chunk checksum, the zero balance sum and
 	// the dedup window verify, so Open could load it.
@@ -42,7 +44,7 @@ type SnapshotCheck struct {
 	Replayed bool
 }
 
-// Verify checks a closed ledger directory without changing it: the meta
+// verifyDir checks a closed ledger directory without changing it: the meta
 // record; every WAL batch's checksum and structure; contiguous transaction
 // ids; the zero sum of every transaction; that every entry's resulting
 // balance continues the account's previous one; every snapshot, and that it
@@ -51,9 +53,7 @@ type SnapshotCheck struct {
 // joins the findings (each a *CorruptError, matching ErrCorrupt). Errors
 // opening the directory are returned with a nil report; a directory of
 // another format version fails with ErrIncompatible.
-func Verify(dir string) (*VerifyReport, error) { return verifyFS(nil, dir) }
-
-func verifyFS(fs vfs.FS, dir string) (*VerifyReport, error) {
+func verifyDir(fs vfs.FS, dir string) (*verifyReport, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
@@ -61,17 +61,27 @@ func verifyFS(fs vfs.FS, dir string) (*VerifyReport, error) {
 	if err != nil {
 		var ce *CorruptError
 		if errors.As(err, &ce) {
-			return &VerifyReport{Findings: []*CorruptError{ce}}, err
+			return &verifyReport{Findings: []*CorruptError{ce}}, err
 		}
 		return nil, err
 	}
 	defer db.Close()
-	v := &verifier{rep: &VerifyReport{MaxAccounts: m.MaxAccounts}, bal: make([]int64, m.MaxAccounts), known: make([]bool, m.MaxAccounts)}
+	v := &verifier{rep: &verifyReport{MaxAccounts: m.MaxAccounts}, bal: make([]int64, m.MaxAccounts), known: make([]bool, m.MaxAccounts)}
 	if err := v.loadSnapshots(db); err != nil {
 		return nil, err
 	}
 	if err := v.scan(fs, dir, db); err != nil {
 		return nil, err
+	}
+	if err := v.checkRuns(db); err != nil {
+		return nil, err
+	}
+	if v.rep.truncations, err = readTruncations(db); err != nil {
+		var ce *CorruptError
+		if !errors.As(err, &ce) {
+			return nil, err
+		}
+		v.rep.Findings = append(v.rep.Findings, ce)
 	}
 	for _, s := range v.active {
 		v.finding(keyLoc(idKey(prefixSnapshot, s.id)), s.id+1, s.end, "the WAL ends at tx %d, inside snapshot %d's window up to tx %d", v.last, s.id, s.end)
@@ -100,7 +110,7 @@ type snapState struct {
 	end  uint64 // S1 (TxEnd); id for an exact snapshot
 	bal  []int64
 	refs []refEntry
-	rep  int // index in VerifyReport.Snapshots
+	rep  int // index in verifyReport.Snapshots
 	// While the replay is in (id, end]: accounts whose chunk value was not
 	// their replayed balance at id, and must be one of their resulting
 	// balances in the window; and whether the snapshot can still be
@@ -113,7 +123,7 @@ type snapState struct {
 // from transaction 1 or a snapshot, none after a damaged stretch until an
 // account's next entry (or a snapshot) re-anchors it.
 type verifier struct {
-	rep    *VerifyReport
+	rep    *verifyReport
 	bal    []int64
 	known  []bool
 	nKnown uint64
@@ -168,7 +178,7 @@ func (v *verifier) loadSnapshots(db *pebble.DB) error {
 			v.finding(keyLoc(it.Key()), 0, 0, "malformed snapshot key")
 			continue
 		}
-		v.rep.Snapshots = append(v.rep.Snapshots, SnapshotCheck{TxID: TxID(id)})
+		v.rep.Snapshots = append(v.rep.Snapshots, snapshotCheck{TxID: TxID(id)})
 		bal := make([]int64, v.rep.MaxAccounts)
 		info, err := readSnapshot(db, v.rep.MaxAccounts, id, it.Value(), func(first uint64, raw []byte) {
 			for i := 0; i < len(raw)/8; i++ {
@@ -181,6 +191,23 @@ func (v *verifier) loadSnapshots(db *pebble.DB) error {
 		}
 		v.rep.Snapshots[len(v.rep.Snapshots)-1].Valid = true
 		v.snaps = append(v.snaps, snapState{id: id, end: info.end, bal: bal, refs: info.refs, rep: len(v.rep.Snapshots) - 1})
+	}
+	return it.Error()
+}
+
+// checkRuns checks every run of the idempotency index as Open reads them.
+// (Entries after the WAL's last transaction, of a torn tail, Open drops.)
+func (v *verifier) checkRuns(db *pebble.DB) error {
+	it, err := prefixIter(db, prefixDedup)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		r, err := decodeRun(it.Key(), it.Value())
+		if err != nil {
+			v.finding(keyLoc(it.Key()), r.first, r.last, "dedup index: %v", err)
+		}
 	}
 	return it.Error()
 }

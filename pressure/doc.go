@@ -1,24 +1,23 @@
 // Package pressure decides how the goroutines of a pipeline wait for work:
 // spin, yield (runtime.Gosched) or park.
 //
-// A pipeline has one Manager. Every stage goroutine registers once, before
-// its first work, and then reports each loop iteration: OnWork when it found
-// work, OnEmpty when it found none. The stage has no spin, yield or park logic
-// of its own; OnEmpty returns at once, yields or parks the caller as the
-// manager decides.
+// A pipeline has one Manager. Each stage goroutine registers once, before
+// its first wait, and then reports every loop iteration: OnWork when it
+// found work, OnEmpty when it found none. OnEmpty returns at once, after a
+// yield or after a park, as the manager decides; the stage has no waiting
+// logic of its own.
 //
-// The manager keeps one Level for the whole pipeline. Work moves it straight
-// to High; falling to Low and then Idle takes a sustained empty streak, so a
-// short gap between bursts causes no park/unpark churn. The WaitStrategy sets
-// how long those streaks are; LowLatency never parks. At most GOMAXPROCS-1
-// stages spin at a time, so spinning stages never starve the goroutine that
-// holds the work.
+// The manager keeps one Level for the pipeline. Work raises it straight to
+// High; empty streaks lower it one step at a time, and it drops to Idle once
+// every stage has announced a park. The WaitStrategy chooses how soon an
+// empty stage stops spinning and parks; LowLatency never parks. Past a short
+// free spin, at most GOMAXPROCS-1 stages spin at once, so spinning stages
+// cannot starve the goroutine that holds the work.
 //
-// Whoever makes work visible to a registered stage, other than through that
-// stage's own OnWork, must call Manager.Wake (or the fed Stage's Wake) after
-// publishing it: the stage may be parked, and this call is what unparks it.
-// An entry point that takes external input also calls Wake before
-// publishing, so parked stages are already waking when the item lands. With
-// that contract no wakeup is lost, whatever the interleaving; the argument is
-// in docs/pressure.md and beside Wake.
+// Whoever makes work visible to a stage, other than that stage itself, must
+// call Manager.Wake, or the Stage.Wake of the stage it feeds, after
+// publishing it. An entry point that takes external input calls Wake before
+// publishing as well, so parked stages are already waking when the item
+// lands. With that contract no wakeup is lost, whatever the interleaving
+// (docs/pressure.md gives the argument).
 package pressure

@@ -80,15 +80,18 @@ func (s *Stage) Wake() {
 // input again when OnEmpty returns true. OnEmpty returns false once the
 // manager is closed, and the stage should then exit.
 //
-// A stage parks in two calls: the first announces the park and returns true,
-// and the second parks, so the caller's poll between them is the re-check
-// that makes the park safe (see Manager.Wake). It announces when it
-// finds the level Idle, or (except under LowLatency) when it has no spin slot
-// and has yielded for the strategy's yield budget: stages that poll without a
-// slot would keep every P busy, and then the Go scheduler, which polls the
-// network only when a P runs out of goroutines, would leave the goroutines
-// that hold the pipeline's next input waiting for up to 10 ms.
+// A park takes two calls: the first announces it and returns true, the
+// second blocks until a wake, so the caller's poll between them is the
+// re-check that makes parking safe against a concurrent Wake.
 func (s *Stage) OnEmpty() bool {
+	// Under the parking strategies a stage announces a park when it finds
+	// the level Idle, or when it has yielded for its budget: yieldFor
+	// without a spin slot, holdFor past the spin phase with one, at any
+	// level. Yielding longer would keep every P busy with Gosched loops,
+	// and the Go scheduler, which polls the network only when a P runs out
+	// of goroutines (sysmon otherwise, every 10 ms), would leave the
+	// goroutines that hold the pipeline's next input waiting for up to
+	// 10 ms (docs/pressure.md, "Spinning and GOMAXPROCS").
 	m := s.m
 	st := m.state.Load()
 	if st&closedBit != 0 {

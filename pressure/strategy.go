@@ -14,8 +14,8 @@ import (
 type WaitStrategy uint8
 
 const (
-	// Balanced spins briefly, then yields, then parks after a sustained idle
-	// period. It is the default.
+	// Balanced spins briefly, then yields, and parks about 30 µs after the
+	// stage last had work. It is the default.
 	Balanced WaitStrategy = iota
 	// LowLatency never parks: an empty stage spins, then keeps polling with
 	// runtime.Gosched between polls (it yields sooner when the stages that
@@ -81,8 +81,10 @@ func (w *WaitStrategy) UnmarshalText(text []byte) error {
 // params are the internal thresholds of one strategy. An empty streak of a
 // stage runs through up to three phases: free spinning (no shared state
 // touched), spinning on a spin slot (bounded by the number of Ps), and
-// yielding. While yielding, the stage lowers the global level after
-// highToLow, and to Idle after a further lowToIdle; at Idle it parks.
+// yielding. Its clock lowers the global level after highToLow, and to Idle
+// after a further lowToIdle. Under the parking strategies it parks at Idle,
+// or once it has yielded for yieldFor (no slot) or holdFor (a slot holder
+// past its spin phase), at any level.
 type params struct {
 	freeSpin  uint64        // empty polls spun before competing for a spin slot
 	spin      uint64        // further polls spun on a slot; 0 means unbounded

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -196,8 +197,9 @@ func TestMetrics(t *testing.T) {
 	assert.Equal(t, float64(0), m[`ledger_server_submit_wait_seconds_count{level="computed"}`])
 	st := f.l.Stats()
 	assert.Equal(t, float64(st.WALBatches), m[`ledger_wal_sync_seconds_count`])
-	assert.Equal(t, st.WALSyncTime.Seconds(), m[`ledger_wal_sync_seconds_sum`])
+	assert.InEpsilon(t, st.WALSyncTime.Seconds(), m[`ledger_wal_sync_seconds_sum`], 1e-12)
 	assert.Equal(t, float64(3), m[`ledger_wal_group_commit_transactions_sum`])
+	assert.Equal(t, m[`ledger_wal_sync_seconds_count`], m[`ledger_wal_sync_seconds_bucket{le="+Inf"}`])
 	for name := range m {
 		assert.NotContains(t, name, "per_second", "rates are Prometheus's to compute")
 	}
@@ -254,6 +256,97 @@ func TestMetrics(t *testing.T) {
 	assert.Equal(t, float64(1), m[`ledger_http_request_seconds_count{route="/v1/tx/{id}"}`])
 	assert.Equal(t, float64(1), m[`ledger_http_requests_total{code="404",route="/v1/tx/{id}"}`])
 	assert.Equal(t, float64(1), m[`ledger_server_errors_total{code="not_found"}`])
+}
+
+// TestMetricsWALHistograms checks that the WAL's sync-time and
+// group-commit histograms have the ledger's finite buckets and that their
+// counts grow with load: batches of one land in le="1", a burst in the
+// larger buckets.
+func TestMetricsWALHistograms(t *testing.T) {
+	f := startServer(t, Config{})
+	c := f.dial(t)
+	ctx := context.Background()
+	scrape := func() map[string]*dto.Histogram {
+		resp, err := http.Get(f.httpURL() + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		_, fams := parseFamilies(t, resp.Body)
+		out := map[string]*dto.Histogram{}
+		for _, name := range []string{"ledger_wal_sync_seconds", "ledger_wal_group_commit_transactions"} {
+			require.Contains(t, fams, name)
+			require.Equal(t, dto.MetricType_HISTOGRAM, fams[name].GetType())
+			h := fams[name].GetMetric()[0].GetHistogram()
+			bs := h.GetBucket()
+			require.Len(t, bs, ledger.HistogramBuckets+1, "%s: the ledger's finite buckets and +Inf", name)
+			require.True(t, math.IsInf(bs[ledger.HistogramBuckets].GetUpperBound(), 1))
+			require.Equal(t, h.GetSampleCount(), bs[ledger.HistogramBuckets].GetCumulativeCount(), "%s: +Inf is the count", name)
+			for i, b := range bs[:ledger.HistogramBuckets] {
+				if i > 0 {
+					prev := h.GetBucket()[i-1]
+					require.InEpsilon(t, 2*prev.GetUpperBound(), b.GetUpperBound(), 1e-9, "%s: bounds double", name)
+					require.GreaterOrEqual(t, b.GetCumulativeCount(), prev.GetCumulativeCount(), "%s: cumulative", name)
+				}
+				require.LessOrEqual(t, b.GetCumulativeCount(), h.GetSampleCount())
+			}
+			out[name] = h
+		}
+		return out
+	}
+	bucket := func(h *dto.Histogram, le float64) uint64 {
+		for _, b := range h.GetBucket() {
+			if b.GetUpperBound() == le {
+				return b.GetCumulativeCount()
+			}
+		}
+		t.Fatalf("no bucket le=%g", le)
+		return 0
+	}
+	grown := func(a, b *dto.Histogram) int {
+		n := 0
+		for i := range ledger.HistogramBuckets {
+			if b.GetBucket()[i].GetCumulativeCount() > a.GetBucket()[i].GetCumulativeCount() {
+				n++
+			}
+		}
+		return n
+	}
+
+	h0 := scrape()
+	for _, h := range h0 {
+		require.Zero(t, h.GetSampleCount())
+	}
+	assert.Equal(t, 50e-6, h0["ledger_wal_sync_seconds"].GetBucket()[0].GetUpperBound())
+	assert.Equal(t, 1.0, h0["ledger_wal_group_commit_transactions"].GetBucket()[0].GetUpperBound())
+
+	for i := range 5 {
+		_, err := c.SubmitAndWait(ctx, ledger.Deposit{Account: 1 + uint64(i), Amount: 1}, ledger.Committed)
+		require.NoError(t, err)
+	}
+	h1 := scrape()
+	g1, s1 := h1["ledger_wal_group_commit_transactions"], h1["ledger_wal_sync_seconds"]
+	assert.Equal(t, uint64(5), g1.GetSampleCount())
+	assert.Equal(t, uint64(5), bucket(g1, 1), "one at a time: batches of one")
+	assert.Equal(t, 5.0, g1.GetSampleSum())
+	assert.Equal(t, uint64(5), s1.GetSampleCount())
+	assert.Positive(t, s1.GetSampleSum())
+	assert.GreaterOrEqual(t, grown(h0["ledger_wal_sync_seconds"], s1), 2, "sync times %v", s1.GetBucket())
+
+	ops := make([]ledger.Op, DefaultMaxBatch)
+	for i := range ops {
+		ops[i] = ledger.Deposit{Account: 1 + uint64(i)%100, Amount: 1}
+	}
+	_, _, err := c.SubmitBatch(ctx, ops, ledger.Committed)
+	require.NoError(t, err)
+	h2 := scrape()
+	g2, s2 := h2["ledger_wal_group_commit_transactions"], h2["ledger_wal_sync_seconds"]
+	st := f.l.Stats()
+	assert.Equal(t, st.WALBatches, g2.GetSampleCount())
+	assert.Equal(t, st.WALBatches, s2.GetSampleCount())
+	assert.Equal(t, float64(5+len(ops)), g2.GetSampleSum())
+	assert.Less(t, bucket(g2, 8), g2.GetSampleCount(), "a burst commits batches of more than 8: %v", g2.GetBucket())
+	assert.GreaterOrEqual(t, grown(g1, g2), 2, "group sizes %v", g2.GetBucket())
+	assert.GreaterOrEqual(t, grown(s1, s2), 2, "sync times %v", s2.GetBucket())
+	assert.Greater(t, s2.GetSampleSum(), s1.GetSampleSum())
 }
 
 func getMetrics(t *testing.T, f *fixture) map[string]float64 {

@@ -67,7 +67,8 @@ func (m *metrics) observeWait(level ledger.Level, start time.Time) {
 }
 
 // latencyBuckets span 50 µs to about 1.6 s: a group commit on a fast disk
-// takes tens of microseconds, on a slow one milliseconds.
+// takes tens of microseconds, on a slow one milliseconds. They are the
+// bounds of the ledger's WAL sync histogram (ledger.Stats.WALSyncTimes).
 var latencyBuckets = prometheus.ExponentialBuckets(50e-6, 2, 16)
 
 // newRegistry makes the server's registry: the Go runtime and process
@@ -194,8 +195,8 @@ var (
 	dCommitted = desc("ledger_committed_total", "Transactions made durable since the ledger was opened.")
 	dBatches   = desc("ledger_wal_batches_total", "WAL group commits (one synced write each).")
 	dWALBytes  = desc("ledger_wal_bytes_total", "Encoded bytes of the WAL batches.")
-	dSync      = desc("ledger_wal_sync_seconds", "Time the WAL stage spent in each synced group commit. The ledger keeps only the count and the sum, so the histogram has no finite buckets.")
-	dGroup     = desc("ledger_wal_group_commit_transactions", "Transactions per WAL group commit. The ledger keeps only the count and the sum (the committed transactions), so the histogram has no finite buckets.")
+	dSync      = desc("ledger_wal_sync_seconds", "Time the WAL stage spent in each synced group commit.")
+	dGroup     = desc("ledger_wal_group_commit_transactions", "Transactions per WAL group commit.")
 	dSyncs     = desc("ledger_syncs_total", "Synced commits: WAL batches plus snapshot manifests.")
 	dSnapshots = desc("ledger_snapshots_total", "Snapshots made durable since the ledger was opened (periodic and requested).")
 	dSnapTx    = desc("ledger_snapshot_persisted_tx", "Last transaction covered by the newest durable snapshot (0: none).")
@@ -245,8 +246,8 @@ func (c ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(dCommitted, st.Committed)
 	counter(dBatches, st.WALBatches)
 	counter(dWALBytes, st.WALBytes)
-	ch <- prometheus.MustNewConstHistogram(dSync, st.WALBatches, st.WALSyncTime.Seconds(), nil)
-	ch <- prometheus.MustNewConstHistogram(dGroup, st.WALBatches, float64(st.Committed), nil)
+	ch <- constHistogram(dSync, &st.WALSyncTimes, 1e9)
+	ch <- constHistogram(dGroup, &st.WALGroupSizes, 1)
 	counter(dSyncs, st.Syncs)
 	counter(dSnapshots, st.Snapshots)
 	gauge(dSnapTx, float64(st.SnapshotTx))
@@ -256,6 +257,19 @@ func (c ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(dParks, st.Pressure.Parks)
 	counter(dUnparks, st.Pressure.Unparks)
 	counter(dYields, st.Pressure.Yields)
+}
+
+// constHistogram exports one of the ledger's fixed-bucket histograms,
+// its bounds and sum divided by per (1e9: nanoseconds to seconds).
+// The count is the sum of the buckets, so +Inf always agrees with it.
+func constHistogram(d *prometheus.Desc, h *ledger.Histogram, per float64) prometheus.Metric {
+	buckets := make(map[float64]uint64, ledger.HistogramBuckets)
+	var cum uint64
+	for i := range ledger.HistogramBuckets {
+		cum += h.Counts[i]
+		buckets[float64(h.Bound(i))/per] = cum
+	}
+	return prometheus.MustNewConstHistogram(d, cum+h.Counts[ledger.HistogramBuckets], float64(h.Sum)/per, buckets)
 }
 
 // statusWriter remembers the status code of a response.

@@ -62,6 +62,7 @@ type benchReport struct {
 	Throughput  float64       `json:"tx_per_second"`
 	Batch       int           `json:"batch,omitempty"`
 	Submitters  int           `json:"submitters"`
+	Rate        float64       `json:"offered_tx_per_second,omitempty"` // --rate; absent: saturation
 	SubmitP50   time.Duration `json:"submit_p50_ns,omitempty"`
 	SubmitP99   time.Duration `json:"submit_p99_ns,omitempty"`
 	CommitP50   time.Duration `json:"commit_p50_ns"`
@@ -91,6 +92,7 @@ func runBench(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	rep.Rate = c.Float64("rate")
 	rep.Interrupted = interrupt.Cause(c.Context) != nil
 	if c.Bool("json") {
 		if err := writeJSON(c.App.Writer, rep); err != nil {
@@ -121,6 +123,9 @@ func printReport(w io.Writer, r *benchReport) {
 	fmt.Fprintf(tw, "submitters\t%d\n", r.Submitters)
 	if r.Batch > 0 {
 		fmt.Fprintf(tw, "batch\t%d\n", r.Batch)
+	}
+	if r.Rate > 0 {
+		fmt.Fprintf(tw, "offered\t%.0f tx/s\n", r.Rate)
 	}
 	fmt.Fprintf(tw, "ops\t%d\n", r.Ops)
 	fmt.Fprintf(tw, "elapsed\t%v\n", r.Elapsed.Round(time.Millisecond))

@@ -30,6 +30,8 @@ func TestBenchRemoteJSON(t *testing.T) {
 	assert.Positive(t, rep.CommitP99)
 	assert.Zero(t, rep.FailedCalls)
 	assert.Positive(t, rep.Calls)
+	assert.Zero(t, rep.Rate, "saturation: no offered rate")
+	assert.NotContains(t, out, "offered_tx_per_second")
 	assert.Empty(t, stderr, "no progress where stderr is not a terminal")
 }
 
@@ -80,6 +82,19 @@ func TestBenchRemoteTable(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "throughput")
 	assert.Contains(t, out, "to committed p50 / p99 / p99.9")
+	assert.Regexp(t, `offered +2000 tx/s`, out)
+}
+
+// The JSON report names the offered rate, so a series of runs can be
+// plotted against it (docs/benchmarks.md).
+func TestBenchOfferedRate(t *testing.T) {
+	out, stderr, code := runApp(t, "bench", "--duration", "300ms", "--accounts", "1000",
+		"--dir", t.TempDir(), "--json", "--rate", "5000")
+	require.Equal(t, 0, code, stderr)
+	var rep benchReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.Equal(t, 5000.0, rep.Rate, out)
+	assert.Contains(t, out, `"offered_tx_per_second": 5000`)
 }
 
 func TestBenchInProcess(t *testing.T) {

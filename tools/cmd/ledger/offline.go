@@ -5,10 +5,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/inspect"
 	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
@@ -25,7 +27,7 @@ func verifyCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return exitcode.Usage("verify: takes no arguments, got %d", c.NArg())
 			}
-			rep, err := ledger.Verify(c.String("dir"))
+			rep, err := inspect.Verify(c.String("dir"))
 			if rep == nil {
 				return fmt.Errorf("verify %s: %w", c.String("dir"), err)
 			}
@@ -47,6 +49,9 @@ func verifyCommand() *cli.Command {
 			}
 			for _, s := range rep.Snapshots {
 				fmt.Fprintf(w, "snapshot at tx %d: valid=%t replayed=%t\n", s.TxID, s.Valid, s.Replayed)
+			}
+			for _, t := range rep.Truncations {
+				fmt.Fprintf(w, "recovered: the log was cut after tx %d at %s (ledger recover)\n", t.TruncatedAfter, t.At.Format(time.RFC3339))
 			}
 			for _, f := range rep.Findings {
 				fmt.Fprintf(w, "corrupt: %v\n", f)
@@ -72,6 +77,7 @@ type verifyReportJSON struct {
 	TornTail     *ledger.TornTail   `json:"torn_tail"`
 	Snapshots    []snapshotJSON     `json:"snapshots"`
 	Findings     []corruptErrorJSON `json:"findings"`
+	Truncations  []truncationJSON   `json:"truncations"`
 }
 
 type snapshotJSON struct {
@@ -89,17 +95,24 @@ type corruptErrorJSON struct {
 	Reason  string      `json:"reason"`
 }
 
-func verifyJSON(rep *ledger.VerifyReport) verifyReportJSON {
+func verifyJSON(rep *inspect.VerifyReport) verifyReportJSON {
 	out := verifyReportJSON{OK: len(rep.Findings) == 0, MaxAccounts: rep.MaxAccounts, FirstTx: rep.FirstTx, LastTx: rep.LastTx,
 		Transactions: rep.Transactions, Batches: rep.Batches, FromZero: rep.FromZero, TornTail: rep.TornTail,
-		Snapshots: []snapshotJSON{}, Findings: []corruptErrorJSON{}}
+		Snapshots: []snapshotJSON{}, Findings: []corruptErrorJSON{}, Truncations: []truncationJSON{}}
 	for _, s := range rep.Snapshots {
 		out.Snapshots = append(out.Snapshots, snapshotJSON(s))
 	}
 	for _, f := range rep.Findings {
-		out.Findings = append(out.Findings, corruptErrorJSON{File: f.File, Offset: f.Offset, Key: hex.EncodeToString(f.Key), FirstTx: f.FirstTx, LastTx: f.LastTx, Reason: f.Reason})
+		out.Findings = append(out.Findings, corruptJSON(f))
+	}
+	for i := range rep.Truncations {
+		out.Truncations = append(out.Truncations, recoverJSON(&rep.Truncations[i]))
 	}
 	return out
+}
+
+func corruptJSON(f *ledger.CorruptError) corruptErrorJSON {
+	return corruptErrorJSON{File: f.File, Offset: f.Offset, Key: hex.EncodeToString(f.Key), FirstTx: f.FirstTx, LastTx: f.LastTx, Reason: f.Reason}
 }
 
 // dumpCommand prints transactions of a closed ledger directory as NDJSON.
@@ -121,7 +134,7 @@ func dumpCommand() *cli.Command {
 				return exitcode.Usage("dump: --to %d is before --from %d", to, from)
 			}
 			bw := bufio.NewWriter(c.App.Writer)
-			err := ledger.Dump(c.String("dir"), ledger.TxID(from), ledger.TxID(to), bw)
+			err := inspect.Dump(c.String("dir"), ledger.TxID(from), ledger.TxID(to), bw)
 			if ferr := bw.Flush(); err == nil {
 				err = ferr
 			}

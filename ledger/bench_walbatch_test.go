@@ -1,0 +1,39 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// BenchmarkSubmitWALMaxBatch is BenchmarkSubmit with WALMaxBatch capped:
+// durable throughput against the largest group commit the WAL may make,
+// with the mean group it did make (from Stats.WALGroupSizes). At saturation
+// the WAL's groups fill to the cap, so the cap is the knob and the mean
+// group is what it bought.
+func BenchmarkSubmitWALMaxBatch(b *testing.B) {
+	ops := benchOps(1<<16, 1_000_000)
+	for _, max := range []int{1, 4, 16, 64, 256, 1024, 4096, DefaultWALMaxBatch} {
+		b.Run(fmt.Sprintf("max=%d", max), func(b *testing.B) {
+			l, err := Open(Config{Dir: b.TempDir(), MaxAccounts: 1_000_000, WALMaxBatch: max})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			b.ResetTimer()
+			var last TxID
+			for i := 0; i < b.N; i++ {
+				if last, err = l.Submit(ops[i&(len(ops)-1)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := l.Wait(context.Background(), last, Committed); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			g := l.Stats().WALGroupSizes
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+			b.ReportMetric(float64(g.Sum)/float64(g.Count()), "tx/group")
+		})
+	}
+}
