@@ -58,9 +58,9 @@ type Config struct {
 	// SnapshotEvery is how many transactions pass between persisted
 	// snapshots; default 1,000,000; negative disables snapshots.
 	SnapshotEvery int64
-	// DedupWindow is how many transaction ids a UserRef stays remembered
-	// in memory; default 131,072. Beyond it the durable index
-	// (DedupRetention) answers.
+	// DedupWindow is how many transaction ids a UserRef is remembered for
+	// when DedupRetention is negative; default 131,072. Each snapshot keeps
+	// this window either way (Open loads it).
 	DedupWindow uint64
 	// DedupRetention is how long a UserRef is remembered, by transaction
 	// timestamps, across restarts: a retry within it is a Duplicate naming

@@ -215,7 +215,7 @@ func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
 	// Every segment is read in full, below the snapshot too: the same
 	// rules as Verify, whatever the snapshot covers.
 	res, err := wal.Scan(walOptions(cfg, nil), bounds, 0, func(seg wal.Segment, off int64, p []byte) error {
-		b, err := openBatch(p) // Scan verified it
+		b, err := parseBatch(p) // Scan verified its checksum
 		if err != nil || b.last() <= rs.last {
 			return err
 		}
@@ -274,30 +274,35 @@ func replayBatch(b *batchReader, t *walTx, rs *recovered) error {
 		if t.id != rs.last+1 {
 			return fmt.Errorf("tx %d follows %d", t.id, rs.last)
 		}
-		for i := 0; i < t.n; i++ {
-			if e := t.entry(i); e.Account >= n {
-				return fmt.Errorf("tx %d: account %d out of range", t.id, e.Account)
-			}
-		}
 		if t.id <= rs.snapEnd {
+			for i := 0; i < t.n; i++ {
+				if e := t.entry(i); e.Account >= n {
+					return fmt.Errorf("tx %d: account %d out of range", t.id, e.Account)
+				}
+			}
 			if err := replayWindowTx(t, rs); err != nil {
 				return err
 			}
 		} else {
 			// Entries of one tx may repeat an account: verify while
-			// applying, and undo on mismatch.
+			// applying, and undo on a bad account or balance.
 			for i := 0; i < t.n; i++ {
 				e := t.entry(i)
-				cur := rs.bal[e.Account].Load()
-				nb, ok := addInt64(cur, e.Delta)
-				if !ok || nb != e.Balance {
-					for j := i - 1; j >= 0; j-- {
-						p := t.entry(j)
-						rs.bal[p.Account].Add(-p.Delta)
+				var err error
+				if e.Account >= n {
+					err = fmt.Errorf("tx %d: account %d out of range", t.id, e.Account)
+				} else if cur := rs.bal[e.Account].Load(); true {
+					if nb, ok := addInt64(cur, e.Delta); ok && nb == e.Balance {
+						rs.bal[e.Account].Store(nb)
+						continue
 					}
-					return fmt.Errorf("tx %d: account %d balance %d%+d recorded as %d", t.id, e.Account, cur, e.Delta, e.Balance)
+					err = fmt.Errorf("tx %d: account %d balance %d%+d recorded as %d", t.id, e.Account, cur, e.Delta, e.Balance)
 				}
-				rs.bal[e.Account].Store(nb)
+				for j := i - 1; j >= 0; j-- {
+					p := t.entry(j)
+					rs.bal[p.Account].Add(-p.Delta)
+				}
+				return err
 			}
 		}
 		if t.userRef != 0 && t.fail != Duplicate {

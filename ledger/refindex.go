@@ -315,7 +315,7 @@ func loadRefIndex(db *pebble.DB, cfg *Config, rs *recovered, runs []runInfo, now
 		}
 		runs = runs[drop:]
 	}
-	entries := len(rs.replayedRefs)
+	entries := len(rs.replayedRefs) + len(rs.refs)
 	for _, r := range runs {
 		entries += len(r.entries) / refRunEntry
 	}
@@ -334,6 +334,14 @@ func loadRefIndex(db *pebble.DB, cfg *Config, rs *recovered, runs []runInfo, now
 			if id := binary.LittleEndian.Uint64(e); id >= x.dropFrom {
 				x.add(id, binary.LittleEndian.Uint64(e[8:]))
 			}
+		}
+	}
+	// The window as of the last transaction (the snapshot's, plus the
+	// replay): a directory written with the index off, or before it
+	// existed, has no runs for it.
+	for _, r := range rs.refs {
+		if r.id >= x.dropFrom {
+			x.add(r.id, r.ref)
 		}
 	}
 	var run refRun

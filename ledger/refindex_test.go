@@ -260,3 +260,28 @@ func TestDedupIndexCutWithTornTail(t *testing.T) {
 	require.Equal(t, Duplicate, r.Fail, "a ref before the tail is still remembered")
 	require.NoError(t, l.Close())
 }
+
+// Turning the index on for a directory written without it keeps the
+// window's refs: the snapshot's window and the replay are loaded too.
+func TestDedupIndexTurnedOn(t *testing.T) {
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 16, DedupWindow: 1024, DedupRetention: -1, SnapshotEvery: -1}
+	l, err := Open(cfg)
+	require.NoError(t, err)
+	ctx := context.Background()
+	orig, err := l.SubmitAndWait(ctx, Deposit{Account: 1, Amount: 5, UserRef: 55}, Committed)
+	require.NoError(t, err)
+	_, err = l.Snapshot(ctx) // the window is in the snapshot, no run in pebble
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	_, ok := refEntryOf(t, cfg.Dir, 55)
+	require.False(t, ok)
+
+	cfg.DedupRetention = 0 // the default: on
+	l, err = Open(cfg)
+	require.NoError(t, err)
+	r, err := l.SubmitAndWait(ctx, Deposit{Account: 1, Amount: 5, UserRef: 55}, Committed)
+	require.NoError(t, err)
+	require.Equal(t, Duplicate, r.Fail)
+	require.Equal(t, orig.ID, r.DupOf)
+	require.NoError(t, l.Close())
+}

@@ -134,6 +134,15 @@ func openBatch(val []byte) (batchReader, error) {
 	if got, want := crc32.Checksum(val[4:], castagnoli), binary.LittleEndian.Uint32(val); got != want {
 		return batchReader{}, fmt.Errorf("%w: checksum %08x, want %08x", errBatch, got, want)
 	}
+	return parseBatch(val)
+}
+
+// parseBatch checks the header of a batch whose checksum was verified
+// (wal.Scan verifies each batch with batchSpan before it hands it on).
+func parseBatch(val []byte) (batchReader, error) {
+	if len(val) < batchHeaderLen {
+		return batchReader{}, fmt.Errorf("%w: %d bytes, shorter than its header", errBatch, len(val))
+	}
 	b := batchReader{
 		data:  val,
 		off:   batchHeaderLen,

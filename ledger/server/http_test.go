@@ -181,6 +181,8 @@ func TestMetrics(t *testing.T) {
 	assert.Equal(t, float64(2), m[`ledger_server_connections`]) // the client's default pool
 	assert.Equal(t, float64(1), m[`ledger_server_requests_total{type="submit"}`])
 	assert.Equal(t, float64(3), m[`ledger_server_ops_submitted_total`])
+	assert.Contains(t, m, `ledger_dedup_expired_total`)
+	assert.Equal(t, float64(0), m[`ledger_dedup_expired_total`])
 	for name, typ := range map[string]dto.MetricType{
 		"ledger_server_submit_wait_seconds":    dto.MetricType_HISTOGRAM,
 		"ledger_wal_sync_seconds":              dto.MetricType_HISTOGRAM,
