@@ -62,6 +62,16 @@ func (m *Merger[T]) scan() (int, uint64) {
 		return -1, 0
 	}
 	known := m.known
+	if busy&(busy-1) == 0 {
+		// One non-empty lane (a sparse merge's usual case) is the
+		// minimum; caching a head not yet seen would only be undone by
+		// the pop that usually follows.
+		s := bits.TrailingZeros32(busy) & (heapThreshold - 1)
+		if known&busy != 0 {
+			return s, m.heads[s]
+		}
+		return s, rings[s].Peek().arrive
+	}
 	best, ba := -1, uint64(0)
 	for b := busy; b != 0; b &= b - 1 {
 		s := bits.TrailingZeros32(b) & (heapThreshold - 1)
