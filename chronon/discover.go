@@ -12,7 +12,15 @@ var (
 	noCancelType = reflect.TypeFor[noCancelPort]()
 	counterType  = reflect.TypeFor[Counter]()
 	baseType     = reflect.TypeFor[Base]()
+	partsType    = reflect.TypeFor[composite]()
 )
+
+// composite is implemented by toolkit fields that hold a port and counters
+// of their own (ReliableSender): Add binds the port under the field's name
+// and each counter as "field.counter".
+type composite interface {
+	parts() (port any, ctrs []namedCtr)
+}
 
 // discover binds the ports and counters declared in the fields of u, which
 // must be a pointer to a struct for it to have any.
@@ -61,7 +69,7 @@ func discoverStruct(us *unitState, v reflect.Value, seen map[string]bool) error 
 
 func isElement(t reflect.Type) bool {
 	p := reflect.PointerTo(t)
-	return t == counterType || p.Implements(outPortType) || p.Implements(inPortType) || p.Implements(noCancelType)
+	return t == counterType || p.Implements(partsType) || p.Implements(outPortType) || p.Implements(inPortType) || p.Implements(noCancelType)
 }
 
 func discoverField(us *unitState, f reflect.Value, name string, seen map[string]bool) error {
@@ -72,6 +80,15 @@ func discoverField(us *unitState, f reflect.Value, name string, seen map[string]
 	// NewAt reaches unexported fields too; the unit struct is addressable
 	// because Add received a pointer to it.
 	ptr := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Interface()
+	if c, ok := ptr.(composite); ok {
+		port, ctrs := c.parts()
+		for _, k := range ctrs {
+			if err := discoverField(us, reflect.ValueOf(k.c).Elem(), name+"."+k.name, seen); err != nil {
+				return err
+			}
+		}
+		ptr = port
+	}
 	if nc, ok := ptr.(noCancelPort); ok {
 		ptr = nc.noCancel()
 	}

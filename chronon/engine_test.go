@@ -185,7 +185,10 @@ func TestTopologyErrors(t *testing.T) {
 	a := &relay{}
 	require.NoError(t, s.Add("a", a))
 	assert.ErrorIs(t, s.Add("a", &relay{}), chronon.ErrTopology, "duplicate name")
-	assert.ErrorIs(t, s.Add("x.y", &relay{}), chronon.ErrTopology, "dotted name")
+	assert.ErrorIs(t, s.Add("x..y", &relay{}), chronon.ErrTopology, "empty group segment")
+	assert.ErrorIs(t, s.Add(".x", &relay{}), chronon.ErrTopology, "empty group segment")
+	assert.ErrorIs(t, s.Add("x.a b", &relay{}), chronon.ErrTopology, "space in a segment")
+	assert.NoError(t, s.Add("x.y", &relay{}), "a unit in group x")
 	assert.ErrorIs(t, s.Add("b", a), chronon.ErrTopology, "ports bound twice")
 	var loose relay
 	assert.ErrorIs(t, chronon.Connect(&a.Out, &loose.In), chronon.ErrTopology)

@@ -34,6 +34,7 @@ type counterDump struct {
 	head  bool
 	ctrs  []*Counter
 	last  []uint64
+	delta []float64 // the interval's increases, for derived counters
 	row   []string
 }
 
@@ -86,13 +87,21 @@ func (d *counterDump) dump(s *Simulation, c uint64) {
 				d.ctrs = append(d.ctrs, k.c)
 			}
 		}
+		for _, x := range s.derived {
+			d.row = append(d.row, x.name)
+		}
 		_ = d.w.Write(d.row) // an error sticks in the writer; Close reports it
 		d.last = make([]uint64, len(d.ctrs))
+		d.delta = make([]float64, len(d.ctrs))
 	}
 	d.row = append(d.row[:0], strconv.FormatUint(d.from, 10), strconv.FormatUint(c-1, 10))
 	for i, k := range d.ctrs {
 		d.row = append(d.row, strconv.FormatUint(k.n-d.last[i], 10))
+		d.delta[i] = float64(k.n - d.last[i])
 		d.last[i] = k.n
+	}
+	for _, x := range s.derived {
+		d.row = append(d.row, formatDerived(x.root.eval(d.delta, float64(c-d.from))))
 	}
 	_ = d.w.Write(d.row)
 	d.from = c

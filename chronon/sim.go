@@ -2,7 +2,6 @@ package chronon
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -40,8 +39,9 @@ type Simulation struct {
 	segCycles   uint64 // adaptive segment length; 0: from seqPer (tests set it)
 	seqSegments int    // adaptive segments run sequentially, for tests
 
-	obs observer
-	cfg simConfig
+	obs     observer
+	cfg     simConfig
+	derived []*derived // see DeriveCounter
 }
 
 // edge is the untyped record of a connection, for validation and planning.
@@ -69,7 +69,8 @@ func New(opts ...SimOption) *Simulation {
 	return &Simulation{byName: make(map[string]*unitState), obs: observer{next: none}, threshold: DefaultParallelThreshold, cfg: cfg}
 }
 
-// Add adds u under name. It binds u's embedded Base and finds its ports
+// Add adds u under name, a dot-separated path such as "core0.alu[2]" (see
+// Group). It binds u's embedded Base and finds its ports
 // and counters: fields of type OutPort, InPort or Counter (exported or not),
 // arrays of them, and those of embedded structs. A field is named after the
 // struct field, or by a `chronon:"name"` tag; the tag "-" hides it. Array
@@ -78,8 +79,8 @@ func (s *Simulation) Add(name string, u Unit) error {
 	if s.built {
 		return ErrBuilt
 	}
-	if name == "" || strings.ContainsAny(name, ". \t\n") {
-		return topoErr("invalid unit name %q (want a non-empty name without dots or spaces)", name)
+	if err := checkUnitName(name); err != nil {
+		return err
 	}
 	if _, dup := s.byName[name]; dup {
 		return topoErr("duplicate unit name %q", name)
@@ -127,10 +128,13 @@ func connect[T any](out *OutPort[T], in *InPort[T], cfg connConfig) (*edge, erro
 	name := out.Name() + " -> " + in.Name()
 	k := &conn[T]{
 		id: uint64(len(s.edges)), name: name, out: out, in: in,
-		delay: uint64(cfg.delay), rdelay: uint64(cfg.delay), capacity: uint64(cfg.capacity), rate: uint64(cfg.rate),
+		delay: uint64(cfg.delay), capacity: uint64(cfg.capacity), rate: uint64(cfg.rate),
 		dff:       cfg.delay == 1 && cfg.capacity == 1 && cfg.rate == 1,
 		lane:      uint32(len(in.conns)),
-		pushCycle: none, popCycle: none, cut: cut{at: none}, cancels: !out.noCancel,
+		pushCycle: none, popCycle: none, cut: cut{log: &noCancels, d: uint64(cfg.delay)}, lim: none,
+	}
+	if k.capacity == 0 {
+		k.lim = UnboundedDepth // full's first check (see conn.full)
 	}
 	out.conns = append(out.conns, k)
 	in.conns = append(in.conns, k)

@@ -18,6 +18,9 @@ type Config struct {
 	Cycles       uint64 // cycles to run; 0 means until a unit terminates
 	Workers      int    // worker goroutines for Simulation.SetWorkers; 1 (the default) is sequential
 	MaxLookahead uint64 // accepted for compatibility; the parallel engine's lookahead is always 1 cycle
+	// Effective is the topology as built: groups and buses expanded,
+	// parameter overrides applied (see Effective.YAML).
+	Effective *Effective
 }
 
 // TopologyError is an error in a topology file, with its position.
@@ -45,12 +48,12 @@ func (e *TopologyError) Is(target error) bool { return target == ErrTopology }
 
 // Load reads the topology file at path, builds its units with reg, and
 // returns the built simulation and the file's simulation section.
-func Load(path string, reg *Registry) (*Simulation, Config, error) {
+func Load(path string, reg *Registry, opts ...LoadOption) (*Simulation, Config, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, Config{}, fmt.Errorf("chronon: %w", err)
 	}
-	return Parse(path, src, reg)
+	return Parse(path, src, reg, opts...)
 }
 
 // Parse is Load for a file already in memory; name is used in errors.
@@ -71,19 +74,27 @@ func Load(path string, reg *Registry) (*Simulation, Config, error) {
 //	    delay: 1           # default 1
 //	    capacity: 8        # default 0, unlimited
 //	    rate: 4            # default 1; 0 is unlimited
-func Parse(name string, src []byte, reg *Registry) (*Simulation, Config, error) {
-	l := &loader{file: name, reg: reg, sim: New(), cfg: Config{Workers: 1}}
+func Parse(name string, src []byte, reg *Registry, opts ...LoadOption) (*Simulation, Config, error) {
+	l := &loader{file: name, reg: reg, cfg: Config{Workers: 1}}
+	for _, o := range opts {
+		o(&l.opts)
+	}
+	l.sim = New(l.opts.sim...)
 	if err := l.load(src); err != nil {
 		return nil, Config{}, l.wrap(err)
 	}
+	l.cfg.Effective = &l.eff
 	return l.sim, l.cfg, nil
 }
 
 type loader struct {
-	file string
-	reg  *Registry
-	sim  *Simulation
-	cfg  Config
+	file   string
+	reg    *Registry
+	sim    *Simulation
+	cfg    Config
+	prefix string // "group." while loading a group's units and connections
+	opts   loadOptions
+	eff    Effective
 }
 
 // yamlLine matches the "line N: " prefix of go-yaml's messages.
@@ -126,7 +137,7 @@ func (l *loader) load(src []byte) error {
 		return errors.New("topology must be a mapping with units and connections")
 	}
 	root := doc.Content[0]
-	var units, conns *yaml.Node
+	var units, conns, derived *yaml.Node
 	for i := 0; i < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		switch k.Value {
@@ -138,8 +149,10 @@ func (l *loader) load(src []byte) error {
 			units = v
 		case "connections":
 			conns = v
+		case "derived":
+			derived = v
 		default:
-			return at(k, "unknown section %q (want simulation, units, connections)", k.Value)
+			return at(k, "unknown section %q (want simulation, units, connections, derived)", k.Value)
 		}
 	}
 	if units == nil {
@@ -148,8 +161,16 @@ func (l *loader) load(src []byte) error {
 	if err := l.units(units); err != nil {
 		return err
 	}
+	if err := l.unusedOverrides(); err != nil {
+		return err
+	}
 	if conns != nil {
 		if err := l.connections(conns); err != nil {
+			return err
+		}
+	}
+	if derived != nil {
+		if err := l.derived(derived); err != nil {
 			return err
 		}
 	}
@@ -193,6 +214,12 @@ func (l *loader) units(n *yaml.Node) error {
 		if u.Kind != yaml.MappingNode {
 			return at(u, "a unit must be a mapping with name, type and params")
 		}
+		if isGroup(u) {
+			if err := l.group(u); err != nil {
+				return err
+			}
+			continue
+		}
 		var name, typ, params *yaml.Node
 		for i := 0; i < len(u.Content); i += 2 {
 			k, v := u.Content[i], u.Content[i+1]
@@ -204,7 +231,7 @@ func (l *loader) units(n *yaml.Node) error {
 			case "params":
 				params = v
 			default:
-				return at(k, "unknown unit key %q (want name, type, params)", k.Value)
+				return at(k, "unknown unit key %q (want name, type, params; or group, units, connections)", k.Value)
 			}
 		}
 		if name == nil || name.Value == "" {
@@ -214,19 +241,26 @@ func (l *loader) units(n *yaml.Node) error {
 			return at(u, "unit %q has no type", name.Value)
 		}
 		ut, ok := l.reg.types[typ.Value]
+		var err error
 		if !ok {
 			return at(typ, "unknown unit type %q (registered: %s)", typ.Value, strings.Join(l.reg.Types(), ", "))
 		}
-		unit, err := ut.make(name.Value, params)
+		full := l.prefix + name.Value
+		if params, err = l.override(full, ut, params); err != nil {
+			return err
+		}
+		l.eff.Units = append(l.eff.Units, EffectiveUnit{Name: full, Type: typ.Value, Params: params})
+		var unit Unit
+		unit, err = ut.make(full, params)
 		if err != nil {
 			var le *lineError
 			var ye *yaml.TypeError
 			if errors.As(err, &le) || errors.As(err, &ye) {
 				return err
 			}
-			return at(u, "unit %q: %v", name.Value, err)
+			return at(u, "unit %q: %v", l.prefix+name.Value, err)
 		}
-		if err := l.sim.Add(name.Value, unit); err != nil {
+		if err := l.sim.Add(l.prefix+name.Value, unit); err != nil {
 			return at(name, "%v", err)
 		}
 	}
@@ -241,45 +275,77 @@ func (l *loader) connections(n *yaml.Node) error {
 		if c.Kind != yaml.MappingNode {
 			return at(c, "a connection must be a mapping with from and to")
 		}
-		cfg := defaultConfig()
-		cfg.src = l.file + ":" + strconv.Itoa(c.Line)
-		var from *yaml.Node
-		var to []*yaml.Node
-		for i := 0; i < len(c.Content); i += 2 {
-			k, v := c.Content[i], c.Content[i+1]
-			var err error
-			switch k.Value {
-			case "from":
-				from = v
-			case "to":
-				switch v.Kind {
-				case yaml.ScalarNode:
-					to = []*yaml.Node{v}
-				case yaml.SequenceNode:
-					to = v.Content
-				default:
-					return at(v, "to must be a port or a list of ports")
-				}
-			case "delay":
-				err = v.Decode(&cfg.delay)
-			case "capacity":
-				err = v.Decode(&cfg.capacity)
-			case "rate":
-				err = v.Decode(&cfg.rate)
-			default:
-				return at(k, "unknown connection key %q (want from, to, delay, capacity, rate)", k.Value)
-			}
-			if err != nil {
+		if len(c.Content) == 2 && c.Content[0].Value == "bus" {
+			if err := l.connection(c.Content[1], true); err != nil {
 				return err
 			}
+			continue
 		}
-		if from == nil || len(to) == 0 {
-			return at(c, "connection needs from and to")
+		if err := l.connection(c, false); err != nil {
+			return err
 		}
-		if err := cfg.validate(); err != nil {
-			return at(c, "%v", err)
+	}
+	return nil
+}
+
+// connection connects one entry: from (one port, or for a bus a list) to
+// each port of to.
+func (l *loader) connection(c *yaml.Node, bus bool) error {
+	what := "connection"
+	if bus {
+		what = "bus"
+		if c.Kind != yaml.MappingNode {
+			return at(c, "a bus must be a mapping with from and to lists")
 		}
-		out, err := l.outPort(from)
+	}
+	cfg := defaultConfig()
+	cfg.src = l.file + ":" + strconv.Itoa(c.Line)
+	var from, to []*yaml.Node
+	ports := func(v *yaml.Node, key string) ([]*yaml.Node, error) {
+		switch {
+		case v.Kind == yaml.ScalarNode:
+			return []*yaml.Node{v}, nil
+		case v.Kind == yaml.SequenceNode && (bus || key == "to"):
+			return v.Content, nil
+		case bus:
+			return nil, at(v, "%s must be a port or a list of ports", key)
+		}
+		if key == "from" {
+			return nil, at(v, "from must be one port (a list of senders is a bus)")
+		}
+		return nil, at(v, "to must be a port or a list of ports")
+	}
+	for i := 0; i < len(c.Content); i += 2 {
+		k, v := c.Content[i], c.Content[i+1]
+		var err error
+		switch k.Value {
+		case "from":
+			from, err = ports(v, "from")
+		case "to":
+			to, err = ports(v, "to")
+		case "delay":
+			err = v.Decode(&cfg.delay)
+		case "capacity":
+			err = v.Decode(&cfg.capacity)
+		case "rate":
+			err = v.Decode(&cfg.rate)
+		default:
+			return at(k, "unknown %s key %q (want from, to, delay, capacity, rate)", what, k.Value)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(from) == 0 || len(to) == 0 {
+		return at(c, "%s needs from and to", what)
+	}
+	if err := cfg.validate(); err != nil {
+		return at(c, "%v", err)
+	}
+	// A bus of N senders and M receivers is N fanouts of M: sender-major
+	// connection order, so each receiver's fan-in is in sender order.
+	for _, f := range from {
+		out, err := l.outPort(f)
 		if err != nil {
 			return err
 		}
@@ -291,6 +357,8 @@ func (l *loader) connections(n *yaml.Node) error {
 			if _, err := out.connectAny(in, cfg); err != nil {
 				return at(t, "%v", err)
 			}
+			l.eff.Connections = append(l.eff.Connections, EffectiveConnection{From: out.fullName(), To: in.fullName(),
+				Delay: cfg.delay, Capacity: cfg.capacity, Rate: cfg.rate})
 		}
 	}
 	return nil
@@ -300,12 +368,20 @@ func (l *loader) unitOf(n *yaml.Node) (*unitState, string, error) {
 	if n.Kind != yaml.ScalarNode {
 		return nil, "", at(n, "a port is written unit.port")
 	}
-	u, p, ok := strings.Cut(n.Value, ".")
-	if !ok || u == "" || p == "" {
+	// The port is the last segment: units may have dotted names (groups).
+	i := strings.LastIndexByte(n.Value, '.')
+	if i <= 0 || i == len(n.Value)-1 {
 		return nil, "", at(n, "port %q is not written unit.port", n.Value)
 	}
-	us, ok := l.sim.byName[u]
+	u, p := n.Value[:i], n.Value[i+1:]
+	us, ok := l.sim.byName[l.prefix+u] // a unit of the group whose connections these are
 	if !ok {
+		us, ok = l.sim.byName[u]
+	}
+	if !ok {
+		if l.prefix != "" {
+			return nil, "", at(n, "unknown unit %q in %q (neither %q in group %s nor a full name)", u, n.Value, l.prefix+u, strings.TrimSuffix(l.prefix, "."))
+		}
 		return nil, "", at(n, "unknown unit %q in %q", u, n.Value)
 	}
 	return us, p, nil

@@ -83,6 +83,9 @@ connections:
 	reg, sinks := testRegistry()
 	s, cfg, err := chronon.Parse("t.yaml", []byte(src), reg)
 	require.NoError(t, err)
+	require.NotNil(t, cfg.Effective)
+	assert.Len(t, cfg.Effective.Units, 3)
+	cfg.Effective = nil
 	assert.Equal(t, chronon.Config{Cycles: 20, Workers: 2, MaxLookahead: 8}, cfg)
 	assert.Equal(t, []string{"g", "a", "b"}, s.Units())
 	require.NoError(t, s.Run(cfg.Cycles))

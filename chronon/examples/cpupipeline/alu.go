@@ -15,22 +15,24 @@ type ALU struct {
 	Mispredict              chronon.OutPort[Inst]   `chronon:"mispredict"`
 	Executed, Loads, Stalls chronon.Counter
 
-	id      uint8
-	cur     Inst
-	busy    bool // cur holds an instruction
-	waiting bool // cur is a load waiting for the L2
-	sentReq bool
-	keepFn  func(*MemReq) bool
+	id       uint8
+	cur      chronon.StageRegister[Inst] // the instruction executing
+	waiting  bool                        // cur is a load waiting for the L2
+	sentReq  bool
+	flushSeq uint64 // the Seq of the flush being applied, for youngerFn
+	keepFn   func(*MemReq) bool
+	younger  func(*Inst) bool
 }
 
 // NewALU returns ALU number id (its index in the L2's response ports).
 func NewALU(id int) *ALU {
 	a := &ALU{id: uint8(id)}
 	a.keepFn = a.ownResponse
+	a.younger = func(in *Inst) bool { return in.Seq > a.flushSeq }
 	return a
 }
 
-func (a *ALU) ownResponse(r *MemReq) bool { return a.waiting && r.Seq == a.cur.Seq }
+func (a *ALU) ownResponse(r *MemReq) bool { return a.waiting && r.Seq == a.cur.Value().Seq }
 
 // Tick applies flushes, completes the current instruction, then starts the
 // next.
@@ -41,13 +43,14 @@ func (a *ALU) Tick() {
 			break
 		}
 		a.In.FlushKeys(seqKey, chronon.YoungerThan(fl.Seq))
-		if a.busy && a.cur.Seq > fl.Seq {
-			a.busy, a.waiting, a.sentReq = false, false, false
+		if a.flushSeq = fl.Seq; a.cur.Flush(a.younger) {
+			a.waiting, a.sentReq = false, false
 		}
 	}
-	if a.busy && a.waiting {
+	cur := a.cur.Value()
+	if cur != nil && a.waiting {
 		if !a.sentReq {
-			a.sentReq = a.Mem.Send(MemReq{Seq: a.cur.Seq, Addr: mix(a.cur.Seq) & 0xffff, ALU: a.id})
+			a.sentReq = a.Mem.Send(MemReq{Seq: cur.Seq, Addr: mix(cur.Seq) & 0xffff, ALU: a.id})
 			a.Stalls.Inc()
 			return
 		}
@@ -56,22 +59,22 @@ func (a *ALU) Tick() {
 			a.Stalls.Inc()
 			return
 		}
-		a.cur.Val = r.Addr ^ a.cur.Seq
+		cur.Val = r.Addr ^ cur.Seq
 		a.waiting = false
 	}
-	if a.busy {
-		if !a.Result.Send(a.cur) {
+	if cur != nil {
+		if !a.Result.Send(*cur) {
 			a.Stalls.Inc()
 			return
 		}
-		a.busy = false
+		a.cur.Clear()
 		a.Executed.Inc()
 	}
 	in, ok := a.In.TryReceive()
 	if !ok {
 		return
 	}
-	a.cur, a.busy = in, true
+	a.cur.Load(in)
 	switch in.Op {
 	case OpLoad:
 		a.waiting = true
@@ -83,9 +86,10 @@ func (a *ALU) Tick() {
 			a.Mispredict.Send(in) // rate and capacity suffice: one branch per cycle per ALU
 		}
 	}
-	a.cur.Val = mix(in.Seq + 1)
-	if a.Result.Send(a.cur) {
-		a.busy = false
+	cur = a.cur.Value()
+	cur.Val = mix(in.Seq + 1)
+	if a.Result.Send(*cur) {
+		a.cur.Clear()
 		a.Executed.Inc()
 	}
 }

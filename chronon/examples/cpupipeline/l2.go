@@ -10,8 +10,7 @@ type L2 struct {
 	Resp             [4]chronon.OutPort[MemReq] `chronon:"resp"`
 	Requests, Stalls chronon.Counter
 
-	pending MemReq
-	held    bool
+	pending chronon.StageRegister[MemReq] // a request whose response port refused it
 }
 
 // NewL2 returns an L2 unit.
@@ -20,20 +19,20 @@ func NewL2() *L2 { return &L2{} }
 // Tick answers the ready requests in (arrive, connection) order.
 func (l *L2) Tick() {
 	for {
-		if !l.held {
+		if !l.pending.Valid() {
 			r, ok := l.Req.TryReceive()
 			if !ok {
 				return
 			}
-			l.pending, l.held = r, true
+			l.pending.Load(r)
 		}
-		r := l.pending
+		r := *l.pending.Value()
 		r.Addr = mix(r.Addr) // the "data"
 		if !l.Resp[r.ALU%4].Send(r) {
 			l.Stalls.Inc()
 			return
 		}
-		l.held = false
+		l.pending.Clear()
 		l.Requests.Inc()
 	}
 }

@@ -1,6 +1,7 @@
 package cpupipeline_test
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -74,5 +75,29 @@ func BenchmarkPipelineWorkers(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mcycles/s")
 			b.ReportMetric(float64(b.N)/(cpuTime()-cpu0).Seconds()/1e6, "Mcycles/cpu-s")
 		})
+	}
+}
+
+// TestCountersMatchAcrossWorkers: the counter dump, with derived counters
+// (IPC, the L2's stall rate), is byte-identical for every worker count.
+func TestCountersMatchAcrossWorkers(t *testing.T) {
+	dump := func(workers int) string {
+		s, cfg, _, err := cpupipeline.Load(small(20000))
+		require.NoError(t, err)
+		require.NoError(t, s.DeriveCounter("ipc", "writeback.Committed / cycles"))
+		require.NoError(t, s.DeriveCounter("l2_stall_rate", "l2.Stalls / (l2.Requests + l2.Stalls)"))
+		s.SetParallelThreshold(0)
+		require.NoError(t, s.SetWorkers(workers))
+		var buf bytes.Buffer
+		require.NoError(t, s.DumpCounters(&buf, 1000))
+		_, err = s.RunUntilTermination(cfg.Cycles)
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		return buf.String()
+	}
+	want := dump(1)
+	require.Contains(t, want, ",ipc,l2_stall_rate\n")
+	for _, w := range []int{1, 2, 3, 4, 8} {
+		require.Equal(t, want, dump(w), "%d workers", w)
 	}
 }
