@@ -155,9 +155,9 @@ func (m *Merger[T]) take(s int) item[T] {
 }
 
 // heapPop is take in heap mode for a lane without a spill: the lane of
-// rank s is the heap's top, with a head ready to pop. It is reheap written
-// out with a shortcut for a heap of one entry, a sparse merge's usual case:
-// a call costs a tenth of a pop.
+// rank s is the heap's top, with a head ready to pop. A heap of one entry,
+// a sparse merge's usual case, is updated without a call: a call costs
+// about a tenth of a pop.
 func (m *Merger[T]) heapPop(s int) item[T] {
 	hl := &m.hot[s]
 	it, _ := hl.ring.TryPop() // non-empty: the heap holds its head
