@@ -135,6 +135,7 @@ func (m *Merger[T]) AddLane(connID uint64, depth int) (*Lane[T], error) {
 	rank := sort.Search(len(m.byRank), func(i int) bool { return m.byRank[i].connID > connID })
 	m.byRank = slices.Insert(m.byRank, rank, l)
 	m.srcs = slices.Insert(m.srcs, rank, source[T]{ring: r})
+	m.hot = slices.Insert(m.hot, rank, hotLane[T]{ring: r})
 
 	n := len(m.lanes)
 	m.heap.e = make([]hentry, 0, n)
@@ -145,12 +146,6 @@ func (m *Merger[T]) AddLane(connID uint64, depth int) (*Lane[T], error) {
 	if !m.heapMode {
 		m.setScanRings()
 	} else {
-		m.hot = make([]hotLane[T], n)
-		for rk := range m.srcs {
-			m.hot[rk].ring = m.srcs[rk].ring
-		}
-	}
-	if m.heapMode {
 		if (n+63)/64 != m.notify.n {
 			m.notify = newNotifier(n)
 		}
