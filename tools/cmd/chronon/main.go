@@ -53,7 +53,7 @@ func onUsageError(_ *cli.Context, err error, _ bool) error { return exitcode.Usa
 // newApp returns the CLI writing to stdout and stderr. It never exits the
 // process: errors carry their exit status (see exitCode).
 func newApp(stdout, stderr io.Writer) *cli.App {
-	cmds := []*cli.Command{runCommand(), validateCommand(), benchCommand()}
+	cmds := []*cli.Command{runCommand(), sweepCommand(), validateCommand(), benchCommand()}
 	for _, c := range cmds {
 		c.OnUsageError = onUsageError // a short message and status 2, not the help page
 	}
@@ -71,6 +71,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
    130  interrupted (SIGINT); 143  terminated (SIGTERM): run stops at the end of a chunk of
         cycles and writes its counters, trace and report as they stand`,
 		HideHelpCommand: true,
+		// -p and --grid values contain commas (a grid's values, YAML lists).
+		DisableSliceFlagSeparator: true,
 		OnUsageError:    onUsageError,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main decides the status
 		Action: func(c *cli.Context) error {

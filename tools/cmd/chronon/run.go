@@ -42,6 +42,8 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "progress", Value: true, EnvVars: []string{"CHRONON_PROGRESS"}, Usage: "show a progress bar on stderr when it is a terminal"},
 			&cli.DurationFlag{Name: "progress-every", Value: 500 * time.Millisecond, EnvVars: []string{"CHRONON_PROGRESS_EVERY"},
 				Usage: "shortest time between progress redraws (0: no progress)"},
+			paramFlag(),
+			&cli.BoolFlag{Name: "dump-config", Usage: "print the effective topology (groups and buses expanded, overrides applied) as YAML and exit"},
 			quietFlag(),
 			jsonFlag("print the result as JSON"),
 		},
@@ -76,7 +78,11 @@ func run(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	s, cfg, err := chronon.Load(path, registry())
+	params, err := paramOverrides(c)
+	if err != nil {
+		return err
+	}
+	s, cfg, err := chronon.Load(path, registry(), chronon.WithParams(params...))
 	if err != nil {
 		return cli.Exit(err.Error(), 2)
 	}
@@ -85,6 +91,14 @@ func run(c *cli.Context) (err error) {
 	}
 	if c.IsSet("workers") {
 		cfg.Workers = c.Int("workers")
+	}
+	if c.Bool("dump-config") {
+		out, err := cfg.Effective.YAML(cfg)
+		if err != nil {
+			return cli.Exit(err.Error(), 1)
+		}
+		_, err = c.App.Writer.Write(out)
+		return err
 	}
 	if cfg.Cycles == 0 {
 		return exitcode.Usage("run: no cycle limit: set simulation.cycles or --cycles")
