@@ -73,8 +73,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		HideHelpCommand: true,
 		// -p and --grid values contain commas (a grid's values, YAML lists).
 		DisableSliceFlagSeparator: true,
-		OnUsageError:    onUsageError,
-		ExitErrHandler:  func(*cli.Context, error) {}, // main decides the status
+		OnUsageError:              onUsageError,
+		ExitErrHandler:            func(*cli.Context, error) {}, // main decides the status
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return exitcode.Usage("unknown command %q (see chronon --help)", c.Args().First())

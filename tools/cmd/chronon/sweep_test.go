@@ -20,9 +20,8 @@ import (
 // grid order, each equal to a run of that point on its own, whatever the
 // number of jobs.
 func TestSweep(t *testing.T) {
-	topo := writeFile(t, "cpu.yaml", cpupipeline.WithCommitTarget(5000))
 	derived := append(cpupipeline.WithCommitTarget(5000), "derived:\n  - {name: ipc, expr: writeback.Committed / cycles}\n"...)
-	topo = writeFile(t, "cpu.yaml", derived)
+	topo := writeFile(t, "cpu.yaml", derived)
 	var outs []string
 	for _, jobs := range []string{"1", "3"} {
 		csvPath := filepath.Join(t.TempDir(), "sweep.csv")
