@@ -8,7 +8,7 @@ import (
 )
 
 func paramFlag() *cli.StringSliceFlag {
-	return &cli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, Usage: "override a unit parameter, `unit.param=value` (repeatable)"}
+	return &cli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, EnvVars: []string{"CHRONON_PARAM"}, Usage: "override a unit parameter, `unit.param=value` (repeatable)"}
 }
 
 // paramOverrides parses the -p flags.

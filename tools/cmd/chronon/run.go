@@ -43,7 +43,7 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "progress-every", Value: 500 * time.Millisecond, EnvVars: []string{"CHRONON_PROGRESS_EVERY"},
 				Usage: "shortest time between progress redraws (0: no progress)"},
 			paramFlag(),
-			&cli.BoolFlag{Name: "dump-config", Usage: "print the effective topology (groups and buses expanded, overrides applied) as YAML and exit"},
+			&cli.BoolFlag{Name: "dump-config", EnvVars: []string{"CHRONON_DUMP_CONFIG"}, Usage: "print the effective topology (groups and buses expanded, overrides applied) as YAML and exit"},
 			quietFlag(),
 			jsonFlag("print the result as JSON"),
 		},

@@ -28,12 +28,12 @@ func sweepCommand() *cli.Command {
 			"point's values, its final cycle, termination and every counter's total and derived counter\n" +
 			"over the run, in grid order whatever order the points finish in.",
 		Flags: []cli.Flag{
-			&cli.StringSliceFlag{Name: "grid", Aliases: []string{"g"}, Required: true, Usage: "an axis, `unit.param=v1,v2,...` (repeatable)"},
+			&cli.StringSliceFlag{Name: "grid", Aliases: []string{"g"}, Required: true, EnvVars: []string{"CHRONON_GRID"}, Usage: "an axis, `unit.param=v1,v2,...` (repeatable)"},
 			paramFlag(),
-			&cli.Uint64Flag{Name: "cycles", Usage: "cycle limit per point (overrides simulation.cycles)"},
-			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: runtime.GOMAXPROCS(0), Usage: "points run at once"},
-			&cli.IntFlag{Name: "workers", Value: 1, Usage: "worker goroutines per point"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the CSV to `FILE` (default stdout)"},
+			&cli.Uint64Flag{Name: "cycles", EnvVars: []string{"CHRONON_CYCLES"}, Usage: "cycle limit per point (overrides simulation.cycles)"},
+			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: runtime.GOMAXPROCS(0), EnvVars: []string{"CHRONON_JOBS"}, Usage: "points run at once"},
+			&cli.IntFlag{Name: "workers", Value: 1, EnvVars: []string{"CHRONON_WORKERS"}, Usage: "worker goroutines per point"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, EnvVars: []string{"CHRONON_OUTPUT"}, Usage: "write the CSV to `FILE` (default stdout)"},
 		},
 		Action: sweep,
 	}
