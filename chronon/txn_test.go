@@ -1,6 +1,7 @@
 package chronon_test
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,6 +58,11 @@ func (k *taker) Tick() {
 			return
 		}
 		k.events = append(k.events, event{k.Cycle(), 'r', v})
+		if v%4 == 0 {
+			k.Log(slog.LevelDebug, "recv", "received", "v", v)
+		} else {
+			k.Log(slog.LevelInfo, "queue", "received", "v", v)
+		}
 	}
 }
 

@@ -25,7 +25,7 @@ const chunk = 1 << 16
 const maxAlignedChunk = 1 << 22
 
 func runCommand() *cli.Command {
-	return &cli.Command{
+	cmd := &cli.Command{
 		Name:      "run",
 		Usage:     "run a topology until a unit terminates it or the cycle limit",
 		ArgsUsage: "topology.yaml",
@@ -49,6 +49,8 @@ func runCommand() *cli.Command {
 		},
 		Action: run,
 	}
+	cmd.Flags = append(cmd.Flags, logFlags()...)
+	return cmd
 }
 
 // runResult is what run prints, as text or --json.
@@ -82,7 +84,11 @@ func run(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	s, cfg, err := chronon.Load(path, registry(), chronon.WithParams(params...))
+	logOpts, err := logOption(c)
+	if err != nil {
+		return err
+	}
+	s, cfg, err := chronon.Load(path, registry(), append(logOpts, chronon.WithParams(params...))...)
 	if err != nil {
 		return cli.Exit(err.Error(), 2)
 	}
