@@ -115,7 +115,7 @@ func (p *OutPort[T]) planBroadcast(on bool) {
 func (p *OutPort[T]) buildCancel() {
 	p.log = nil
 	for _, k := range p.conns {
-		k.log = nil
+		k.cut = cut{log: &noCancels, d: k.delay}
 	}
 	if len(p.conns) == 0 || p.noCancel {
 		return
@@ -126,7 +126,7 @@ func (p *OutPort[T]) buildCancel() {
 	}
 	p.log = newCancelLog(d)
 	for _, k := range p.conns {
-		k.log = p.log
+		k.cut = cut{log: p.log, d: k.delay}
 	}
 }
 

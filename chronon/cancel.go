@@ -69,45 +69,52 @@ func (l *cancelLog) advance(x uint64, e uint32) {
 	l.last = x
 }
 
-// cut is a connection's receiver-side view of its sender's log.
+// cut is a connection's receiver-side view of its sender's log. It is
+// refreshed only when it may have changed: when the log has entries it has
+// not seen, or, while a loaded entry is not yet in effect (seen is none), in
+// the cycle that entry takes effect (next); entries appended meanwhile are of
+// later cycles and take effect no sooner. A connection whose sender cannot
+// cancel reads an empty log that never changes.
 type cut struct {
-	at   uint64 // the receiver cycle epoch is valid for; none before the first
-	ep   uint32 // E(at-d): messages stamped older are cancelled in cycle at
-	used uint64 // log entries already folded into ep
+	log  *cancelLog
+	seen uint64 // the log's entry count at the last refresh; none: an entry is pending
+	next uint64 // with an entry pending: the cycle it takes effect in
+	d    uint64 // the connection's delay
+	used uint64 // log entries folded into ep
+	ep   uint32 // E(c-d): messages stamped older are cancelled
 }
+
+// noCancels is the log of every port that cannot cancel: it stays empty.
+var noCancels cancelLog
 
 // stale reports whether a message stamped with epoch e is cancelled in
-// receiver cycle c (see cancelLog).
-func (k *conn[T]) stale(e uint32, c uint64) bool {
-	if !k.cancels {
-		return false
+// receiver cycle c (see cancelLog): one load of the log's count and two
+// comparisons, unless the cut needs a refresh.
+func (t *cut) stale(e uint32, c uint64) bool {
+	if t.log.n.Load() != t.seen {
+		t.refresh(c)
 	}
-	if k.cut.at != c {
-		k.refreshCut(c)
-	}
-	return int32(e-k.cut.ep) < 0
+	return e-t.ep >= 1<<31 // e < ep as serial numbers
 }
 
-// refreshCut computes E(c-d) from the sender's log.
-func (k *conn[T]) refreshCut(c uint64) {
-	k.cut.at = c
-	l := k.log
-	if l == nil {
-		return
+// refresh computes E(c-d) from the sender's log.
+func (t *cut) refresh(c uint64) {
+	if t.seen == none && c < t.next {
+		return // the pending entry is not in effect yet
 	}
+	l := t.log
 	n := l.n.Load()
-	i := k.cut.used
-	if i == n {
-		return // no cancel since the last refresh: E(c-d) is unchanged
-	}
+	t.seen = n
+	i := t.used
 	if keep := l.mask; n > keep && i < n-keep {
 		i = n - keep // older slots may be reused meanwhile; all in effect (invariant 3)
 	}
 	for ; i < n; i++ {
-		if l.cyc[i&l.mask].Load()+k.rdelay > c {
+		if x := l.cyc[i&l.mask].Load(); x+t.d > c {
+			t.next, t.seen = x+t.d, none // not in effect before x+d
 			break
 		}
-		k.cut.ep = l.ep[i&l.mask].Load()
+		t.ep = l.ep[i&l.mask].Load()
 	}
-	k.cut.used = i
+	t.used = i
 }

@@ -59,7 +59,7 @@ type conn[T any] struct {
 	pushes     uint64        // total pushes
 	pushCycle  uint64        // cycle of the last push
 	pushesPrev uint64        // pushes before pushCycle
-	low        uint64        // a lower bound of the credits, for full
+	lim        uint64        // push count from which full consults the credits; none on a finite-capacity edge
 	pubPushes  atomic.Uint64 // pushes, published after the message when cross
 	lane       uint32        // index of the connection in the receiving port
 	dff        bool          // delay 1, capacity 1, rate 1: one older unread entry counts as free
@@ -79,11 +79,8 @@ type conn[T any] struct {
 	// cancels, and copies of what it reads of the connection.
 	pops     uint64
 	popCycle uint64
-	popsPrev uint64 // pops before popCycle
-	cut      cut    // the sender's cancels in effect (see cancelLog)
-	rdelay   uint64 // delay
-	log      *cancelLog
-	cancels  bool    // the sender can cancel: receivers check stale (see cancelLog)
+	popsPrev uint64  // pops before popCycle
+	cut      cut     // the sender's cancels in effect (see cancelLog)
 	pub      *ledger // the ledger as published to another worker: allocated, and used, only when shared
 
 	// Cold: building and error reports.
@@ -181,7 +178,7 @@ func (k *conn[T]) admits(c uint64) bool {
 // A wide message bound for a single-connection lane is written in place
 // (see wide).
 func (k *conn[T]) push(c uint64, epoch uint32, v *T) {
-	if k.capacity == 0 && k.full(c) {
+	if k.pushes >= k.lim && k.full(c) {
 		k.out.u.sim.overflow(k.out.u, k.name, c)
 		return
 	}
@@ -213,14 +210,12 @@ func (k *conn[T]) push(c uint64, epoch uint32, v *T) {
 // room would include the receiver's pops of cycle c when it has ticked
 // first, so the overflow's cycle would depend on tick order. The physical
 // lane always has room when full is false: pops credited before c are
-// physical pops too. The check costs a comparison with a cached lower bound
-// of the credits (low) until the backlog could reach the depth.
+// physical pops too. Callers test pushes >= lim first, which is false until
+// the backlog over the credits last read could reach the depth (and always
+// on a finite-capacity edge, whose admission bounds its backlog).
 func (k *conn[T]) full(c uint64) bool {
-	if k.pushes-k.low < UnboundedDepth {
-		return false
-	}
-	k.low = k.credits(c)
-	return k.pushes-k.low >= UnboundedDepth
+	k.lim = k.credits(c) + UnboundedDepth
+	return k.pushes >= k.lim
 }
 
 // record counts one push in producer cycle c in the producer's ledger.
@@ -255,8 +250,8 @@ func (k *conn[T]) pushed() uint64 {
 // messages sent in earlier cycles, plus those sent this cycle on a
 // zero-delay edge (whose sender has already ticked).
 func (k *conn[T]) limit(c uint64) uint64 {
-	if k.rdelay == 0 {
-		return c
+	if d := k.cut.d; d != 0 { // the receiver's copy of the delay
+		return c + d - 1
 	}
-	return c + k.rdelay - 1
+	return c
 }

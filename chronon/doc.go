@@ -5,10 +5,10 @@
 // A model is a set of units. A unit is any type with a Tick method; it
 // declares its ports as struct fields (OutPort[T] and InPort[T], also arrays
 // of them) and embeds Base to read its local cycle, request termination and
-// record trace events. NoCancelOutPort[T] is an OutPort whose receivers
-// skip the cancel check. Simulation.Add finds the ports by reflection, so a
-// unit never registers them by hand. Connect wires an OutPort to an InPort of
-// the same message type:
+// record trace events. NoCancelOutPort[T] is an OutPort without
+// CancelInFlight, and without a cancel log. Simulation.Add finds the ports
+// by reflection, so a unit never registers them by hand. Connect wires an
+// OutPort to an InPort of the same message type:
 //
 //	arrive = send + delay
 //

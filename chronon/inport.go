@@ -67,7 +67,7 @@ func (p *InPort[T]) TryReceiveInto(dst *T) bool {
 		if p.notReady(m, c) {
 			return false
 		}
-		if !k.stale(m.epoch, c) {
+		if !k.cut.stale(m.epoch, c) {
 			switch {
 			case rd != nil:
 				*dst = m.v
@@ -161,7 +161,7 @@ func (p *InPort[T]) receive(dst *T, keep func(*T) bool) bool {
 				}
 				k := p.conns[m.lane]
 				k.credit(c)
-				if !k.stale(m.epoch, c) {
+				if !k.cut.stale(m.epoch, c) {
 					*dst = m.v
 					return true
 				}
@@ -188,7 +188,7 @@ func (p *InPort[T]) receive(dst *T, keep func(*T) bool) bool {
 			p.idle = m.arrive
 			return false
 		}
-		ok := !k.stale(m.epoch, c) && (keep == nil || keep(&m.v))
+		ok := !k.cut.stale(m.epoch, c) && (keep == nil || keep(&m.v))
 		if ok {
 			*dst = m.v
 		}
@@ -207,7 +207,7 @@ func (p *InPort[T]) receive(dst *T, keep func(*T) bool) bool {
 		if p.notReady(m, c) {
 			return false
 		}
-		ok := !k.stale(m.epoch, c) && (keep == nil || keep(&m.v))
+		ok := !k.cut.stale(m.epoch, c) && (keep == nil || keep(&m.v))
 		if ok {
 			*dst = m.v
 		}
@@ -240,7 +240,7 @@ func (p *InPort[T]) keepMerged(_ uint64, m *lmsg[T]) bool {
 	c := p.u.cycle
 	k := p.conns[m.lane]
 	k.credit(c)
-	if k.stale(m.epoch, c) || p.keep != nil && !p.keep(&m.v) {
+	if k.cut.stale(m.epoch, c) || p.keep != nil && !p.keep(&m.v) {
 		return false
 	}
 	p.got = m.v

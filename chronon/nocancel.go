@@ -1,8 +1,8 @@
 package chronon
 
-// NoCancelOutPort is an OutPort without CancelInFlight. Its receivers never
-// check a message against the sender's cancels: they skip the cancel log
-// entirely, and Build allocates none. Use it for every output that is never
+// NoCancelOutPort is an OutPort without CancelInFlight. Build allocates it
+// no cancel log: its receivers' cancel check reads one shared log that
+// stays empty, and never refreshes. Use it for every output that is never
 // cancelled (most are). Declare it as a field of the unit struct, like an
 // OutPort, and connect it with Connect.
 type NoCancelOutPort[T any] struct {

@@ -80,7 +80,7 @@ func (p *OutPort[T]) send(v *T) bool {
 // the cycle, before any receiver could see the message.
 func (p *OutPort[T]) broadcast(b *shared[T], c uint64, e uint32, v *T) {
 	for _, k := range p.conns {
-		if k.full(c) {
+		if k.pushes >= k.lim && k.full(c) {
 			p.u.sim.overflow(p.u, k.name, c)
 			return
 		}

@@ -135,10 +135,13 @@ func connect[T any](out *OutPort[T], in *InPort[T], cfg connConfig) (*edge, erro
 	name := out.Name() + " -> " + in.Name()
 	k := &conn[T]{
 		id: uint64(len(s.edges)), name: name, out: out, in: in,
-		delay: uint64(cfg.delay), rdelay: uint64(cfg.delay), capacity: uint64(cfg.capacity), rate: uint64(cfg.rate),
+		delay: uint64(cfg.delay), capacity: uint64(cfg.capacity), rate: uint64(cfg.rate),
 		dff:       cfg.delay == 1 && cfg.capacity == 1 && cfg.rate == 1,
 		lane:      uint32(len(in.conns)),
-		pushCycle: none, popCycle: none, cut: cut{at: none}, cancels: !out.noCancel,
+		pushCycle: none, popCycle: none, cut: cut{log: &noCancels, d: uint64(cfg.delay)}, lim: none,
+	}
+	if k.capacity == 0 {
+		k.lim = UnboundedDepth // full's first check (see conn.full)
 	}
 	out.conns = append(out.conns, k)
 	in.conns = append(in.conns, k)

@@ -24,8 +24,8 @@ func (m *Merger[T]) PrepareCycle(cycle uint64) {
 // slot into the FIFO slot.
 func (m *Merger[T]) admit() {
 	for m.budget > 0 && m.fifo.n < m.capacity {
-		s, p := m.min()
-		if p == nil || p.arrive > m.cycle {
+		s, a := m.min()
+		if s < 0 || a > m.cycle {
 			return
 		}
 		m.fifo.push(m.take(s))

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -212,4 +214,67 @@ func equalSeq(t *testing.T, want, got []popped) {
 		}
 	}
 	require.Equal(t, len(want), len(got))
+}
+
+// TestHandshakeNoLostWakeup makes every push race the consumer's recheck:
+// in heap mode, each producer pushes its next message only once the
+// consumer has popped the previous one, so the push lands while the
+// consumer is reading the lane empty, removing it from the heap and
+// clearing notification words. A lost wakeup would leave a message in a
+// lane nobody reads again: the consumer would stop making progress, which
+// the test reports after a generous deadline (a stalled merger never
+// recovers, so the deadline only bounds how long a failure takes to show).
+func TestHandshakeNoLostWakeup(t *testing.T) {
+	withProcs(t, 2)
+	per := 20000
+	if testing.Short() {
+		per = 3000
+	}
+	const lanes = 130 // three notification words
+	m := New[int]()
+	ls := make([]*Lane[int], lanes)
+	for i := range ls {
+		l, err := m.AddLane(uint64(i), 2)
+		require.NoError(t, err)
+		ls[i] = l
+	}
+	active := []int{3, 40, 64, 100, 129} // two words shared by two lanes
+	popped := make([]atomic.Int64, len(active))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for j, li := range active {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range per {
+				for popped[j].Load() < int64(k) { // wait for the consumer
+					select {
+					case <-stop:
+						return
+					default:
+						runtime.Gosched()
+					}
+				}
+				if !ls[li].TryPush(uint64(k), j*per+k) {
+					panic("lane full: at most one message is in flight")
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	deadline := time.Now().Add(time.Minute)
+	for seen := 0; seen < len(active)*per; {
+		v, _, ok := m.TryPop(^uint64(0))
+		if !ok {
+			require.True(t, time.Now().Before(deadline), "no progress after %d messages: lost wakeup", seen)
+			m.Empty() // the query paths share the refresh
+			runtime.Gosched()
+			continue
+		}
+		j, k := v/per, v%per
+		require.Equal(t, popped[j].Load(), int64(k), "lane %d out of order", active[j])
+		popped[j].Store(int64(k + 1))
+		seen++
+	}
+	assert.True(t, m.Empty())
 }

@@ -15,16 +15,18 @@ func (m *Merger[T]) head(s int) *item[T] {
 	return src.ring.Peek()
 }
 
-// min returns the rank and head of the lane with the smallest head key, or
-// (-1, nil) if every lane is empty.
-func (m *Merger[T]) min() (int, *item[T]) {
+// min returns the rank of the lane with the smallest head key and that
+// head's arrive cycle, or s < 0 if every lane is empty. head(s) is the
+// message itself.
+func (m *Merger[T]) min() (s int, arrive uint64) {
 	if m.heapMode {
 		m.refresh()
 		if len(m.heap.e) == 0 {
-			return -1, nil
+			return -1, 0
 		}
-		s := int(m.heap.e[0].src)
-		return s, m.head(s)
+		// The entry holds the head's arrive (take and refresh keep it so):
+		// no need to read the head.
+		return int(m.heap.e[0].src), m.heap.e[0].arrive
 	}
 	if m.spills > 0 {
 		return m.scanSpilled()
@@ -38,30 +40,43 @@ func (m *Merger[T]) min() (int, *item[T]) {
 // heads, cached in heads when the consumer has seen them already (only it can
 // change a head). Ranks are in (connID, laneID) order, so the lowest-ranked
 // lane with the smallest arrive wins ties.
-func (m *Merger[T]) scan() (int, *item[T]) {
+func (m *Merger[T]) scan() (int, uint64) {
+	rings, hd := &m.rings, &m.hd
 	var busy uint32
-	for s, r := range m.rings {
-		if r.Tail() != m.hd[s&(heapThreshold-1)] {
-			busy |= 1 << (s & (heapThreshold - 1))
+	for s := 0; s < m.nscan; s += 4 {
+		i := s & (heapThreshold - 4) // i+3 < heapThreshold: no bounds checks
+		if rings[i].Tail() != hd[i] {
+			busy |= 1 << i
+		}
+		if rings[i+1].Tail() != hd[i+1] {
+			busy |= 2 << i
+		}
+		if rings[i+2].Tail() != hd[i+2] {
+			busy |= 4 << i
+		}
+		if rings[i+3].Tail() != hd[i+3] {
+			busy |= 8 << i
 		}
 	}
 	if busy == 0 {
-		return -1, nil
+		return -1, 0
 	}
+	known := m.known
 	best, ba := -1, uint64(0)
 	for b := busy; b != 0; b &= b - 1 {
-		s := bits.TrailingZeros32(b)
+		s := bits.TrailingZeros32(b) & (heapThreshold - 1)
 		a := m.heads[s]
-		if m.known&(1<<s) == 0 {
-			a = m.rings[s].Peek().arrive // non-nil: the tail moved, only we take messages
+		if known&(1<<s) == 0 {
+			a = rings[s].Peek().arrive // non-nil: the tail moved, only we take messages
 			m.heads[s] = a
-			m.known |= 1 << s
+			known |= 1 << s
 		}
 		if best < 0 || a < ba {
 			best, ba = s, a
 		}
 	}
-	return best, m.rings[best].Peek()
+	m.known = known
+	return best, ba
 }
 
 // syncHeads reloads the scan's mirror of every ring's head, after
@@ -70,21 +85,24 @@ func (m *Merger[T]) syncHeads() {
 	if m.heapMode {
 		return
 	}
-	for s, r := range m.rings {
-		m.hd[s] = r.Head()
+	for s := range m.srcs {
+		m.hd[s] = m.srcs[s].ring.Head()
 	}
 }
 
 // scanSpilled is scan while some lane has a spill: it reads every head
 // through head, without the cache.
-func (m *Merger[T]) scanSpilled() (int, *item[T]) {
+func (m *Merger[T]) scanSpilled() (int, uint64) {
 	best, bp := -1, (*item[T])(nil)
 	for s := range m.srcs {
 		if p := m.head(s); p != nil && (bp == nil || p.arrive < bp.arrive) {
 			best, bp = s, p
 		}
 	}
-	return best, bp
+	if bp == nil {
+		return -1, 0
+	}
+	return best, bp.arrive
 }
 
 // take removes and returns the head of lane s, which min just returned, and
@@ -93,94 +111,128 @@ func (m *Merger[T]) scanSpilled() (int, *item[T]) {
 // store; Peek and Advance would clear it with a call.
 func (m *Merger[T]) take(s int) item[T] {
 	src := &m.srcs[s]
-	var it item[T]
-	if src.spill.n > 0 {
-		it = *src.spill.front()
-		src.spill.pop()
-		if src.spill.n == 0 {
-			m.spills--
+	if src.spill.n == 0 {
+		if m.heapMode {
+			return m.heapPop(s)
 		}
-	} else {
-		it, _ = src.ring.TryPop()
-		if !m.heapMode {
-			m.hd[s&(heapThreshold-1)]++
-		}
+		it, _ := src.ring.TryPop()
+		m.hd[s&(heapThreshold-1)]++
+		m.known &^= 1 << (s & (heapThreshold - 1))
+		return it
+	}
+	it := *src.spill.front()
+	src.spill.pop()
+	if src.spill.n == 0 {
+		m.spills--
 	}
 	if !m.heapMode {
 		m.known &^= 1 << (s & (heapThreshold - 1))
 		return it
 	}
-	// s is the heap's top. Recheck the lane now rather than waiting for a
-	// notification: a push this Peek misses leaves its bit for a later
-	// refresh (see refresh). A spill, if any, was just popped from: read
-	// it through head.
-	var p *item[T]
-	if src.spill.n == 0 {
+	// s is the heap's top; as in heapPop, read the lane again at once. The
+	// spill precedes the ring.
+	p := src.spill.front()
+	if p == nil {
 		p = src.ring.Peek()
-	} else {
-		p = src.spill.front()
 	}
 	if p != nil {
-		m.heap.e[0].arrive = p.arrive
-		m.heap.down(0)
+		m.heap.replaceTop(hentry{arrive: p.arrive, src: int32(s)})
 	} else {
-		if len(m.heap.e) == 1 {
-			m.heap.e = m.heap.e[:0]
+		m.heap.popTop()
+		m.hot[s].inHeap = false
+	}
+	return it
+}
+
+// heapPop is take in heap mode for a lane without a spill: the lane of
+// rank s is the heap's top, with a head ready to pop. It is reheap written
+// out with a shortcut for a heap of one entry, a sparse merge's usual case:
+// a call costs a tenth of a pop.
+func (m *Merger[T]) heapPop(s int) item[T] {
+	hl := &m.hot[s]
+	it, _ := hl.ring.TryPop() // non-empty: the heap holds its head
+	h := &m.heap
+	// Fact 3 of refresh: read the lane again after every pop.
+	if p := hl.ring.Peek(); p != nil {
+		if len(h.e) == 1 {
+			h.e[0].arrive = p.arrive
 		} else {
-			m.heap.popTop()
+			h.replaceTop(hentry{arrive: p.arrive, src: int32(s)})
 		}
-		src.inHeap = false
+	} else {
+		hl.inHeap = false
+		if len(h.e) == 1 {
+			h.e = h.e[:0]
+		} else {
+			h.popTop()
+		}
 	}
 	return it
 }
 
 // refresh moves newly notified lanes into the heap.
 //
-// No wakeup is lost. Three facts carry the argument.
+// No wakeup is lost. The argument uses the Go memory model's rules for
+// sync/atomic: all atomic operations on a word happen in one total order,
+// and an atomic operation B that observes the effect of an atomic operation
+// A is synchronized after A, so everything sequenced before A happens
+// before everything sequenced after B. Three facts carry it.
 //
-//  1. Only the consumer clears bits, and only by Swap, which returns what it
-//     cleared: the Or of a push is either observed by exactly one Swap or
-//     still set, waiting for the next refresh. (A Load that reads zero
-//     clears nothing; an Or it misses is seen by a later Load.)
-//  2. A push stores the ring's tail (a release store) and then does its Or,
-//     in program order; the Or is a sync/atomic operation, so a Swap that
-//     observes it is synchronized after it, and every ring read the
-//     consumer makes after that Swap sees the pushed message.
+//  1. Only the consumer clears bits, and only by Swap, a read-modify-write
+//     that returns what it cleared: the Or of a push is either observed by
+//     exactly one Swap or still set, waiting for the next refresh. (A Load
+//     that reads zero clears nothing; an Or it misses is seen by a later
+//     Load.)
+//  2. A push stores the ring's tail and then does its Or, in program order.
+//     A Swap that observes the Or is synchronized after it, so the slot
+//     write and the tail store happen before every ring read the consumer
+//     makes after that Swap: such a read sees the message (or later ones).
+//     The tail store is ringbuf's release store: an atomic Store under the
+//     race detector, a plain MOV on amd64, whose TSO order gives it the
+//     same effect here; the argument needs nothing of it beyond program
+//     order before the Or.
 //  3. A lane outside the heap whose bit is observed is read at once (below);
 //     a lane in the heap is read again after every pop of its head
-//     (take), and leaves the heap only when such a read finds it empty.
+//     (heapPop, take), and leaves the heap only when such a read finds it
+//     empty.
 //
 // So a pushed message is delivered: by 1, some Swap observes its Or; if the
 // lane is then outside the heap, the read that follows sees the message (2);
 // if it is inside, every later read of the lane sees the message until it
 // is popped, so the lane cannot leave the heap before that. Repeated pushes
 // may coalesce into one bit, and a bit for a lane already in the heap is
-// dropped: both are covered by 3. The argument needs no store-load fence
-// after the tail store: the Or, a locked instruction on amd64, orders it.
+// dropped: both are covered by 3. A push that races a pop's empty read is
+// either seen by that read or sets its bit after the read; if after, the
+// lane is out of the heap when a later Swap observes the bit (1), and is
+// read again (3). The argument needs no store-load fence after the tail
+// store: the Or, a locked instruction on amd64, orders it.
+// TestHandshakeNoLostWakeup and TestConcurrentFreeRun exercise these races.
 func (m *Merger[T]) refresh() {
-	nt := &m.notify
-	for w := range nt.n {
-		word := nt.word(w)
+	words := m.notify.words
+	for i := 0; i < len(words); i += shardStride {
+		word := &words[i]
 		if word.Load() == 0 { // a load only shares the line; Swap would take it exclusively
 			continue
 		}
 		for b := word.Swap(0); b != 0; b &= b - 1 {
-			s := w*64 + bits.TrailingZeros64(b)
-			src := &m.srcs[s]
-			if src.inHeap {
+			// Fact 3: a notified lane outside the heap is read at once.
+			s := i/shardStride*64 + bits.TrailingZeros64(b)
+			hl := &m.hot[s]
+			if hl.inHeap {
 				continue
 			}
-			p := src.ring.Peek() // the lane's head, unless it has a spill
-			if src.spill.n > 0 {
-				p = src.spill.front()
+			p := hl.ring.Peek() // the lane's head, unless it has a spill
+			if m.spills > 0 && m.srcs[s].spill.n > 0 {
+				p = m.srcs[s].spill.front()
 			}
-			if p != nil {
-				src.inHeap = true
-				if e := m.heap.e; len(e) == 0 { // a sparse merge's usual case
-					m.heap.e = append(e, hentry{arrive: p.arrive, src: int32(s)})
-				} else {
-					m.heap.push(hentry{arrive: p.arrive, src: int32(s)})
-				}
+			if p == nil {
+				continue
+			}
+			hl.inHeap = true
+			if e := m.heap.e; len(e) == 0 { // a sparse merge's usual case
+				m.heap.e = append(e, hentry{arrive: p.arrive, src: int32(s)})
+			} else {
+				m.heap.push(hentry{arrive: p.arrive, src: int32(s)})
 			}
 		}
 	}
@@ -196,10 +248,9 @@ func (m *Merger[T]) rebuild() {
 	}
 	m.heap.e = m.heap.e[:0]
 	for s := range m.srcs {
-		src := &m.srcs[s]
-		src.inHeap = false
+		m.hot[s].inHeap = false
 		if p := m.head(s); p != nil {
-			src.inHeap = true
+			m.hot[s].inHeap = true
 			m.heap.push(hentry{arrive: p.arrive, src: int32(s)})
 		}
 	}

@@ -18,26 +18,10 @@ type minHeap struct {
 	e []hentry
 }
 
+// push adds x, which must not be in the heap.
 func (h *minHeap) push(x hentry) {
-	n := len(h.e)
-	h.e = h.e[:n+1] // within capacity: one entry per lane at most
-	h.e[n] = x
-	h.up(n)
-}
-
-// popTop removes the minimum.
-func (h *minHeap) popTop() {
-	n := len(h.e) - 1
-	h.e[0] = h.e[n]
-	h.e = h.e[:n]
-	if n > 0 {
-		h.down(0)
-	}
-}
-
-func (h *minHeap) up(i int) {
-	e := h.e
-	x := e[i]
+	e := h.e[:len(h.e)+1] // within capacity: one entry per lane at most
+	i := uint(len(e) - 1)
 	for i > 0 {
 		p := (i - 1) / 2
 		if !x.less(e[p]) {
@@ -47,15 +31,28 @@ func (h *minHeap) up(i int) {
 		i = p
 	}
 	e[i] = x
+	h.e = e
 }
 
-func (h *minHeap) down(i int) {
+// popTop removes the minimum; the heap must not be empty.
+func (h *minHeap) popTop() {
+	n := len(h.e) - 1
+	x := h.e[n]
+	h.e = h.e[:n]
+	if n > 0 {
+		h.replaceTop(x)
+	}
+}
+
+// replaceTop puts x in place of the minimum and restores the order; the
+// heap must not be empty.
+func (h *minHeap) replaceTop(x hentry) {
 	e := h.e
-	n := len(e)
-	x := e[i]
+	n := uint(len(e))
+	i := uint(0)
 	for {
 		c := 2*i + 1
-		if c >= n || c < 0 {
+		if c >= n {
 			break
 		}
 		if r := c + 1; r < n && e[r].less(e[c]) {

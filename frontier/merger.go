@@ -38,15 +38,23 @@ var (
 type Merger[T any] struct {
 	// Consumer state, indexed by rank: the lane's position in
 	// (connID, laneID) order.
-	rings  []*ringbuf.SPSC[item[T]]
 	srcs   []source[T]
 	spills int // sources whose spill is non-empty
+	// Heap mode: hot[s] is what a pop or a refresh touches of the lane of
+	// rank s, 16 bytes per lane so that indexing is a shift.
+	hot []hotLane[T]
 
-	// Scan mode: bit s of known says heads[s] is the arrive cycle of the
-	// head of lane s, which only the consumer can change; hd[s] is the
-	// ring's head ticket, which only the consumer moves, mirrored here so
-	// that the scan reads one line per lane (the producer's tail) instead
-	// of two.
+	// Scan mode: rings[s] is the ring of the lane of rank s, for s below
+	// the lane count rounded up to a multiple of 4 (nscan); the slots past
+	// the last lane hold an empty ring nobody pushes to, so that the scan
+	// reads four lanes per step. Bit s of known says heads[s] is the arrive
+	// cycle of the head of lane s, which only the consumer can change;
+	// hd[s] is the ring's head ticket, which only the consumer moves,
+	// mirrored here so that the scan reads one line per lane (the
+	// producer's tail) instead of two.
+	rings [heapThreshold]*ringbuf.SPSC[item[T]]
+	nscan int
+	pad   *ringbuf.SPSC[item[T]]
 	known uint32
 	heads [heapThreshold]uint64
 	hd    [heapThreshold]uint64
@@ -77,8 +85,13 @@ type source[T any] struct {
 	// spill holds messages the consumer already took out of the ring but
 	// has not delivered; they precede everything still in the ring. Only
 	// FlushIf fills it (see flushLane).
-	spill  queue[T]
-	inHeap bool
+	spill queue[T]
+}
+
+// hotLane is the heap mode's per-lane consumer state.
+type hotLane[T any] struct {
+	ring   *ringbuf.SPSC[item[T]]
+	inHeap bool // the heap holds an entry for this lane
 }
 
 // New returns an empty merger with no aggregate capacity limit: each lane is
@@ -121,7 +134,6 @@ func (m *Merger[T]) AddLane(connID uint64, depth int) (*Lane[T], error) {
 	// with a connID not above its own.
 	rank := sort.Search(len(m.byRank), func(i int) bool { return m.byRank[i].connID > connID })
 	m.byRank = slices.Insert(m.byRank, rank, l)
-	m.rings = slices.Insert(m.rings, rank, r)
 	m.srcs = slices.Insert(m.srcs, rank, source[T]{ring: r})
 
 	n := len(m.lanes)
@@ -130,7 +142,14 @@ func (m *Merger[T]) AddLane(connID uint64, depth int) (*Lane[T], error) {
 		m.scratch = make([]uint64, words)
 	}
 	m.heapMode = n >= heapThreshold
-	m.syncHeads()
+	if !m.heapMode {
+		m.setScanRings()
+	} else {
+		m.hot = make([]hotLane[T], n)
+		for rk := range m.srcs {
+			m.hot[rk].ring = m.srcs[rk].ring
+		}
+	}
 	if m.heapMode {
 		if (n+63)/64 != m.notify.n {
 			m.notify = newNotifier(n)
@@ -140,6 +159,23 @@ func (m *Merger[T]) AddLane(connID uint64, depth int) (*Lane[T], error) {
 		}
 	}
 	return l, nil
+}
+
+// setScanRings lays out the scan's ring table after a registration.
+func (m *Merger[T]) setScanRings() {
+	m.nscan = (len(m.srcs) + 3) &^ 3
+	for s := range m.nscan {
+		if s < len(m.srcs) {
+			m.rings[s] = m.srcs[s].ring
+			continue
+		}
+		if m.pad == nil {
+			m.pad, _ = ringbuf.NewSPSC[item[T]](1)
+		}
+		m.rings[s] = m.pad // tail 0 and hd 0 forever: never busy
+		m.hd[s] = 0
+	}
+	m.syncHeads()
 }
 
 // Lanes returns the number of registered lanes.

@@ -21,8 +21,10 @@ const (
 // r/64 means "lane of rank r may have become non-empty". Producers set bits
 // with Or; only the consumer clears them, with Swap.
 type notifier struct {
+	// words starts at the first line-aligned word; word w is
+	// words[w*shardStride], and len(words) is (n-1)*shardStride+1, so that
+	// a loop stepping by shardStride below len(words) needs no bounds check.
 	words []atomic.Uint64
-	off   int // index of the first cache-line-aligned word
 	n     int // number of words in use
 }
 
@@ -33,10 +35,10 @@ func newNotifier(lanes int) notifier {
 	words := make([]atomic.Uint64, n*shardStride+cacheLine/8)
 	mis := uintptr(unsafe.Pointer(&words[0])) % cacheLine
 	off := int((cacheLine-mis)%cacheLine) / 8
-	return notifier{words: words, off: off, n: n}
+	return notifier{words: words[off : off+(n-1)*shardStride+1], n: n}
 }
 
 // word returns the notification word of shard w.
 func (nt *notifier) word(w int) *atomic.Uint64 {
-	return &nt.words[nt.off+w*shardStride]
+	return &nt.words[w*shardStride]
 }

@@ -23,11 +23,28 @@ func (m *Merger[T]) TryPop(cycle uint64) (v T, arrive uint64, ok bool) {
 		if len(m.heap.e) == 0 || m.heap.e[0].arrive > cycle {
 			return v, 0, false
 		}
-		it := m.take(int(m.heap.e[0].src))
+		var it item[T]
+		if s := int(m.heap.e[0].src); m.spills == 0 {
+			it = m.heapPop(s) // take without its spill branches
+		} else {
+			it = m.take(s)
+		}
 		return it.v, it.arrive, true
 	}
-	s, p := m.min()
-	if p == nil || p.arrive > cycle {
+	if m.spills == 0 {
+		// The scan's usual case, without take's spill and heap branches.
+		s, a := m.scan()
+		if s < 0 || a > cycle {
+			return v, 0, false
+		}
+		s &= heapThreshold - 1
+		it, _ := m.rings[s].TryPop() // non-empty: the scan saw its tail move
+		m.hd[s]++
+		m.known &^= 1 << s
+		return it.v, it.arrive, true
+	}
+	s, a := m.scanSpilled()
+	if s < 0 || a > cycle {
 		return v, 0, false
 	}
 	it := m.take(s)
@@ -56,11 +73,11 @@ func (m *Merger[T]) PopFiltered(cycle uint64, keep func(arrive uint64, v *T) boo
 		}
 	}
 	for {
-		s, p := m.min()
-		if p == nil || p.arrive > cycle {
+		s, a := m.min()
+		if s < 0 || a > cycle {
 			return v, 0, false
 		}
-		if keep(p.arrive, &p.v) {
+		if p := m.head(s); keep(p.arrive, &p.v) {
 			it := m.take(s)
 			return it.v, it.arrive, true
 		}
@@ -75,8 +92,8 @@ func (m *Merger[T]) HasReady(cycle uint64) bool {
 		p := m.fifo.front()
 		return p != nil && p.arrive <= cycle
 	}
-	_, p := m.min()
-	return p != nil && p.arrive <= cycle
+	s, a := m.min()
+	return s >= 0 && a <= cycle
 }
 
 // MinArrivalCycle returns the arrive cycle of the message TryPop would
@@ -90,8 +107,8 @@ func (m *Merger[T]) MinArrivalCycle() (cycle uint64, ok bool) {
 			return p.arrive, true
 		}
 	}
-	if _, p := m.min(); p != nil {
-		return p.arrive, true
+	if s, a := m.min(); s >= 0 {
+		return a, true
 	}
 	return math.MaxUint64, false
 }
@@ -103,6 +120,6 @@ func (m *Merger[T]) Empty() bool {
 	if m.bounded && m.fifo.n > 0 {
 		return false
 	}
-	_, p := m.min()
-	return p == nil
+	s, _ := m.min()
+	return s < 0
 }

@@ -158,9 +158,24 @@ func BenchmarkClosedLoopCommit(b *testing.B) {
 // applying each record 65,536 transactions later (a full WAL ring of lag),
 // so that lookups go through the overlay to the readable balances.
 func BenchmarkExecute(b *testing.B) {
+	benchExecute(b, newDedup(DefaultDedupWindow), false)
+}
+
+// BenchmarkExecuteRefs is BenchmarkExecute with a fresh UserRef on every
+// transaction, deduplicated by the window (DedupRetention < 0) or by the
+// durable index's table (the default): the index's cost to the Transactor,
+// the stage that bounds throughput.
+func BenchmarkExecuteRefs(b *testing.B) {
+	b.Run("window", func(b *testing.B) { benchExecute(b, newDedup(DefaultDedupWindow), true) })
+	b.Run("index", func(b *testing.B) {
+		benchExecute(b, &dedup{idx: &refIndex{keep: refRetention{age: int64(DefaultDedupRetention)}, table: newRefTable(0)}}, true)
+	})
+}
+
+func benchExecute(b *testing.B, d *dedup, refs bool) {
 	const accounts, lag = 1_000_000, 1 << 16
 	readable := make([]atomic.Int64, accounts)
-	x := &executor{readable: readable, ov: newOverlay(overlaySlots(DefaultRingSize), 0), dedup: newDedup(DefaultDedupWindow), maxEntries: DefaultMaxEntries}
+	x := &executor{readable: readable, ov: newOverlay(overlaySlots(DefaultRingSize), 0), dedup: d, maxEntries: DefaultMaxEntries}
 	ops := benchOps(1<<20, accounts)
 	reqs := make([]request, len(ops))
 	for i, op := range ops {
@@ -186,6 +201,12 @@ func BenchmarkExecute(b *testing.B) {
 		if k == 0 {
 			j := i & (len(reqs) - 1)
 			copy(req, reqs[j:min(j+touchAhead, len(reqs))])
+			if refs {
+				for n := range req {
+					req[n].userRef = id + uint64(n)
+				}
+			}
+			x.dedup.startRun(id, int64(id))
 			x.touch(req)
 		}
 		r := &req[k]
@@ -193,7 +214,56 @@ func BenchmarkExecute(b *testing.B) {
 			b.Fatal("overlay full")
 		}
 		x.execute(r, id, 0, rec)
+		if rec.fail == Duplicate {
+			b.Fatal("a fresh ref reported as a duplicate")
+		}
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(x.ov.sweeps), "sweeps")
+}
+
+// BenchmarkDedupIndex is BenchmarkSubmit with a fresh UserRef on every
+// transaction (the index's worst case: every ref is written to pebble, and
+// every lookup misses the window), with the durable index (retention 24 h)
+// and without it (window only). The ratio of the two is the index's cost.
+func BenchmarkDedupIndex(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		retention time.Duration
+	}{{"window", -1}, {"index", DefaultDedupRetention}} {
+		b.Run(c.name, func(b *testing.B) {
+			l, err := Open(Config{Dir: b.TempDir(), MaxAccounts: 1_000_000, DedupRetention: c.retention})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			ops := benchOps(1<<16, 1_000_000)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var last TxID
+			for i := 0; i < b.N; i++ {
+				op := ops[i&(len(ops)-1)]
+				ref := uint64(i) + 1
+				switch o := op.(type) { // a fresh ref (boxing o allocates, in both variants)
+				case Deposit:
+					o.UserRef = ref
+					op = o
+				case Transfer:
+					o.UserRef = ref
+					op = o
+				}
+				if last, err = l.Submit(op); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := l.Wait(context.Background(), last, Committed); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+			if st := l.Stats(); st.Fails(Duplicate) != 0 {
+				b.Fatal("fresh refs reported as duplicates")
+			}
+		})
+	}
 }

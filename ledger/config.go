@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lanework/lanework/pressure"
@@ -15,7 +16,9 @@ const (
 	DefaultMaxEntries    = 16
 	DefaultSnapshotEvery = 1_000_000
 	DefaultDedupWindow   = 1 << 17
-	DefaultWALRetention  = 4_000_000
+	// DefaultDedupRetention is how long a UserRef is remembered.
+	DefaultDedupRetention = 24 * time.Hour
+	DefaultWALRetention   = 4_000_000
 	// DefaultWALSegmentSize is the size of a WAL segment file.
 	DefaultWALSegmentSize = 64 << 20
 )
@@ -55,9 +58,24 @@ type Config struct {
 	// SnapshotEvery is how many transactions pass between persisted
 	// snapshots; default 1,000,000; negative disables snapshots.
 	SnapshotEvery int64
-	// DedupWindow is how many transaction ids a UserRef stays remembered;
-	// default 131,072.
+	// DedupWindow is how many transaction ids a UserRef stays remembered
+	// in memory; default 131,072. Beyond it the durable index
+	// (DedupRetention) answers.
 	DedupWindow uint64
+	// DedupRetention is how long a UserRef is remembered, by transaction
+	// timestamps, across restarts: a retry within it is a Duplicate naming
+	// the original. Default 24 h; negative keeps only DedupWindow (and
+	// what the newest snapshot holds of it). The Snapshotter writes each
+	// ref into pebble (off the Transactor's path), and the persister
+	// prunes what retention has passed. A retry after the retention is
+	// executed as a new transaction; see docs/ledger.md for what is
+	// reported then.
+	DedupRetention time.Duration
+	// DedupRetentionTxs, if positive, also forgets a UserRef once more
+	// than this many transactions followed it, whichever limit passes
+	// first: a bound on the index's size. Default 0: no count limit. At
+	// least DedupWindow.
+	DedupRetentionTxs uint64
 	// WALRetention is how many transactions of WAL are kept below the
 	// newest persisted snapshot (older WAL is deleted, and Result no longer
 	// finds those transactions); default 4,000,000; negative keeps all.
@@ -69,6 +87,10 @@ type Config struct {
 	// the segment is created; default 64 MiB, at least 256 KiB, at most 1 GiB.
 	// A segment holds at most a quarter of it per group commit.
 	WALSegmentSize int64
+
+	// now, if set (tests), is the Transactor's clock in Unix ns, in place
+	// of the wall clock.
+	now func() int64
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -116,6 +138,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.DedupWindow > 1<<26 {
 		return bad("DedupWindow %d above 2^26", c.DedupWindow)
+	}
+	if c.DedupRetention == 0 {
+		c.DedupRetention = DefaultDedupRetention
+	}
+	if c.DedupRetention > 0 && c.DedupRetentionTxs > 0 && c.DedupRetentionTxs < c.DedupWindow {
+		return bad("DedupRetentionTxs %d below DedupWindow %d", c.DedupRetentionTxs, c.DedupWindow)
 	}
 	if c.WALRetention == 0 {
 		c.WALRetention = DefaultWALRetention

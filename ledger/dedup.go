@@ -60,11 +60,13 @@ func (w *refWindow) entries() []refEntry {
 
 // dedup is the Transactor's idempotency index: a transaction with a non-zero
 // UserRef is a Duplicate if the same ref was used by a transaction at most
-// window ids before it. Failed transactions count; duplicates do not
-// (the original stays the one named).
+// window ids before it, or, with the durable index (idx, refindex.go),
+// within the retention; then idx alone answers. Failed transactions count;
+// duplicates do not (the original stays the one named).
 type dedup struct {
 	fifo  refWindow
 	byRef map[uint64]uint64
+	idx   *refIndex // nil: the window only (DedupRetention < 0)
 }
 
 func newDedup(window uint64) *dedup {
@@ -74,6 +76,9 @@ func newDedup(window uint64) *dedup {
 // lookup reports the original of ref for transaction id, after forgetting
 // what fell out of the window.
 func (d *dedup) lookup(id, ref uint64) (uint64, bool) {
+	if d.idx != nil {
+		return d.idx.lookup(id, ref)
+	}
 	d.fifo.trim(id, d.forget)
 	o, ok := d.byRef[ref]
 	return o, ok
@@ -86,6 +91,27 @@ func (d *dedup) forget(e refEntry) {
 }
 
 func (d *dedup) add(id, ref uint64) {
+	if d.idx != nil {
+		d.idx.add(id, ref)
+		return
+	}
 	d.fifo.push(refEntry{id: id, ref: ref})
 	d.byRef[ref] = id
+}
+
+// touch loads ref's slot of the durable index's table (see executor.touch).
+func (d *dedup) touch(ref uint64) int64 {
+	if d.idx == nil {
+		return 0
+	}
+	t := &d.idx.table
+	return int64(t.slots[t.home(refHash(ref))].id)
+}
+
+// startRun tells the durable index the next id and the timestamp of the
+// Transactor's run.
+func (d *dedup) startRun(next uint64, ts int64) {
+	if d.idx != nil {
+		d.idx.startRun(next, ts)
+	}
 }

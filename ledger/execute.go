@@ -36,8 +36,8 @@ func (x *executor) lookup(a uint64) (i uint64, found bool, bal int64) {
 	return i, false, x.readable[a].Load()
 }
 
-// touch loads, for each request, the overlay slot at its accounts' home and
-// their readable balances. The loads are independent of each other, so the
+// touch loads, for each request, the overlay slot at its accounts' home,
+// their readable balances and its ref's dedup slot. The loads are independent of each other, so the
 // cache misses of a group of requests overlap here instead of being paid one
 // after another inside execute, which then finds the lines in cache.
 func (x *executor) touch(reqs []request) {
@@ -49,6 +49,9 @@ func (x *executor) touch(reqs []request) {
 			s += x.peek(r.a)
 		case KindTransfer:
 			s += x.peek(r.a) + x.peek(r.b)
+		}
+		if r.userRef != 0 {
+			s += x.dedup.touch(r.userRef)
 		}
 	}
 	x.sink += s

@@ -11,13 +11,17 @@ import "encoding/binary"
 //	"W" + first tx id        format 1 and 2 only: WAL batch, migrated into wal/ by Open
 //	"S" + tx id              snapshot manifest (msgpack + CRC32C) of the state after tx id
 //	"C" + tx id + chunk no.  snapshot chunk (fixed binary + CRC32C)
+//	"D" + first tx id        durable idempotency index: a run of (tx id, user ref) (refindex.go)
+//	"R" + Unix ns            a truncation by ledger recover (truncate.go)
 const (
-	prefixMeta     = 'M'
-	prefixNewest   = 'N'
-	prefixOldest   = 'O'
-	prefixWAL      = 'W'
-	prefixSnapshot = 'S'
-	prefixChunk    = 'C'
+	prefixMeta       = 'M'
+	prefixNewest     = 'N'
+	prefixOldest     = 'O'
+	prefixWAL        = 'W'
+	prefixSnapshot   = 'S'
+	prefixChunk      = 'C'
+	prefixDedup      = 'D'
+	prefixTruncation = 'R'
 )
 
 var (

@@ -89,6 +89,8 @@ type Ledger struct {
 	outcomes [KindComposite + 1][numFailReasons]atomic.Uint64
 	ovSweeps atomic.Uint64 // overlay sweeps
 	ovWaits  atomic.Uint64 // waits for overlay room
+	// retries past DedupRetention the durable index still named
+	dedupExpired atomic.Uint64
 
 	// WAL: counters for Stats.
 	_          pad
@@ -142,10 +144,18 @@ func Open(cfg Config) (*Ledger, error) {
 	}
 	var m *meta
 	var rs *recovered
+	var runs []runInfo // the idempotency index, read before anything is written
+	var truncs []truncation
 	if ro != nil {
 		m, err = checkMeta(ro, &cfg)
 		if err == nil && m != nil && m.FormatVersion == formatVersion {
 			rs, err = recoverState(ro, &cfg)
+		}
+		if err == nil && cfg.DedupRetention > 0 {
+			runs, err = readRuns(ro)
+		}
+		if err == nil {
+			truncs, err = readTruncations(ro)
 		}
 		if cerr := ro.Close(); err == nil {
 			err = cerr
@@ -172,6 +182,19 @@ func Open(cfg Config) (*Ledger, error) {
 	if err != nil {
 		db.Close()
 		return nil, err
+	}
+	if cfg.DedupRetention > 0 {
+		idx, err := loadRefIndex(db, &cfg, rs, runs, wallNow(&cfg))
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		rs.dedup = &dedup{idx: idx} // it replaces the window's map
+	}
+	if n := len(truncs); n > 0 {
+		t := truncs[n-1]
+		log.Printf("ledger: %s: ledger recover cut its log after tx %d on %s, accepting the loss of what followed (damage: %s at offset %d, tx %d..%d: %s); %d recover(s) recorded",
+			cfg.Dir, t.TruncatedAfter, time.Unix(0, t.UnixNs).UTC().Format(time.RFC3339), t.DamageFile, t.DamageOffset, t.DamageFirstTx, t.DamageLastTx, t.DamageReason, n)
 	}
 	if t := rs.torn; t != nil {
 		log.Printf("ledger: %s: %s was not closed cleanly: its records end at offset %d, %d bytes after that dropped; last transaction kept %d",
@@ -316,7 +339,12 @@ func (l *Ledger) halted() bool { return l.halt.Load() }
 
 // now is the Transactor's clock: wall time at Open plus monotonic time since,
 // so timestamps never go backwards within a run.
-func (l *Ledger) now() int64 { return l.epochWall + int64(time.Since(l.epoch)) }
+func (l *Ledger) now() int64 {
+	if l.cfg.now != nil {
+		return l.cfg.now()
+	}
+	return l.epochWall + int64(time.Since(l.epoch))
+}
 
 // Submit sequences op and returns its id without waiting for it to execute.
 // Invalid input is refused with an *InputError and takes no id. When the

@@ -146,17 +146,28 @@ func randomOp(rng *rand.Rand, accounts uint64) Op {
 	}
 }
 
+// TestModelRandomOps runs random ops against the ledger and a model of its
+// rules, with refs remembered by the in-memory window alone and by the
+// durable index (its count limit equal to the window, so that the model's
+// rule is the same).
 func TestModelRandomOps(t *testing.T) {
-	const (
-		accounts = 64
-		window   = 5000
-	)
+	const window = 5000
+	t.Run("window", func(t *testing.T) {
+		testModelRandomOps(t, Config{DedupWindow: window, DedupRetention: -1}, window)
+	})
+	t.Run("index", func(t *testing.T) {
+		testModelRandomOps(t, Config{DedupWindow: window, DedupRetentionTxs: window}, window)
+	})
+}
+
+func testModelRandomOps(t *testing.T, cfg Config, window uint64) {
+	const accounts = 64
 	n := 100_000
 	if testing.Short() {
 		n = 20_000
 	}
 	dir := t.TempDir()
-	cfg := Config{Dir: dir, MaxAccounts: accounts, DedupWindow: window, SnapshotEvery: 30_000, RingSize: 4096}
+	cfg.Dir, cfg.MaxAccounts, cfg.SnapshotEvery, cfg.RingSize = dir, accounts, 30_000, 4096
 	l, err := Open(cfg)
 	require.NoError(t, err)
 	defer l.Close()

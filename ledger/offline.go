@@ -72,6 +72,14 @@ func init() {
 		return rep.export(), err
 	}
 	offline.Dump = dumpDir
+	offline.Recover = func(fs vfs.FS, dir string, after uint64) (*offline.Truncation, error) {
+		t, err := truncateDir(fs, dir, after)
+		if err != nil {
+			return nil, err
+		}
+		out := t.export()
+		return &out, nil
+	}
 }
 
 func (r *verifyReport) export() *offline.Report {
@@ -85,6 +93,9 @@ func (r *verifyReport) export() *offline.Report {
 	}
 	for _, f := range r.Findings {
 		out.Findings = append(out.Findings, f)
+	}
+	for _, t := range r.truncations {
+		out.Truncations = append(out.Truncations, t.export())
 	}
 	return out
 }

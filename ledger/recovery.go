@@ -18,10 +18,13 @@ type recovered struct {
 	bal      []atomic.Int64 // balances after last: they become the readable balances
 	dedup    *dedup         // Transactor's dedup index after last
 	refs     []refEntry     // the dedup window after last, for the Snapshotter
-	replayed uint64         // WAL transactions replayed
-	torn     *TornTail      // the torn tail dropped, if any
-	segs     []wal.Segment  // live WAL segments, oldest first
-	unborn   string         // a newest segment whose creation a crash cut short
+	// replayedRefs are the refs of the transactions replayed after the
+	// snapshot, for the durable index (loadRefIndex).
+	replayedRefs []refUse
+	replayed     uint64        // WAL transactions replayed
+	torn         *TornTail     // the torn tail dropped, if any
+	segs         []wal.Segment // live WAL segments, oldest first
+	unborn       string        // a newest segment whose creation a crash cut short
 	// win tracks, while the replay is inside the loaded snapshot's window
 	// (snapshot, snapEnd], every account an entry touched: its chunk value,
 	// and whether that value was one of the account's balances in the window.
@@ -300,6 +303,7 @@ func replayBatch(b *batchReader, t *walTx, rs *recovered) error {
 		if t.userRef != 0 && t.fail != Duplicate {
 			rs.dedup.fifo.trim(t.id, rs.dedup.forget)
 			rs.dedup.add(t.id, t.userRef)
+			rs.replayedRefs = append(rs.replayedRefs, refUse{id: t.id, ref: t.userRef, ts: t.ts})
 		}
 		rs.last = t.id
 		rs.replayed++

@@ -72,6 +72,10 @@ const (
 	// walMaxBytes bounds one WAL batch record (and wal.MaxBatch of the
 	// segment size).
 	walMaxBytes = 8 << 20
+	// maxTxEncoded is the most bytes one transaction takes in a batch
+	// (walcodec.go): encodeBatch stops only once a batch has reached its
+	// bound, so the WAL leaves this much room below wal.MaxBatch.
+	maxTxEncoded = 8 + 8 + 8 + MaxLegs*entryLen
 )
 
 // Every stage loop follows one pattern: take what is ready; if nothing is,
@@ -123,6 +127,7 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 			x.ov.sweep(snapshot())
 		}
 		ts := l.now()
+		x.dedup.startRun(next, ts)
 		k := 0
 		for ; k < n; k++ {
 			if k%touchAhead == 0 {
@@ -135,6 +140,9 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 			x.execute(r, next+uint64(k), ts, &out[k])
 			cnt[out[k].kind][out[k].fail]++
 			*r = request{} // drop references to legs and waiters
+		}
+		if x.dedup.idx != nil && x.dedup.idx.expired != l.dedupExpired.Load() { // the only writer
+			l.dedupExpired.Store(x.dedup.idx.expired)
 		}
 		if pend > 0 {
 			pend -= k
@@ -205,7 +213,7 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 	defer l.wg.Done()
 	defer func() { l.walDone.Store(true); l.pm.Wake() }()
 	buf := make([]byte, wal.HeaderRoom, 1<<20)
-	maxBytes := min(walMaxBytes, wal.MaxBatch(l.cfg.WALSegmentSize)) - wal.HeaderRoom
+	maxBytes := min(walMaxBytes, wal.MaxBatch(l.cfg.WALSegmentSize)-maxTxEncoded) - wal.HeaderRoom
 	for {
 		recs := l.toWAL.PeekN(l.cfg.WALMaxBatch)
 		if len(recs) == 0 {
@@ -262,13 +270,18 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 	defer close(l.persistCh)
 	lastSnap := l.persisted.Load() // tx id of the last snapshot handed over
 	applied := l.snapshot.Load()
+	var appliedTs int64 // timestamp of tx applied (0 until a batch is applied)
+	var run *refRun     // the durable idempotency index's next run, if kept
+	if l.cfg.DedupRetention > 0 {
+		run = &refRun{}
+	}
 	for {
 		recs := l.toSnap.PeekN(snapshotterRun)
 		if len(recs) == 0 {
 			// A requested snapshot of an idle ledger: everything asked
 			// for is applied. Checked before the exit test, so a request
 			// made before Close is still served while the pipeline drains.
-			if want := l.snapWant.Load(); want > lastSnap && applied >= want && l.takeSnapshot(applied, &refs) {
+			if want := l.snapWant.Load(); want > lastSnap && applied >= want && l.takeSnapshot(applied, appliedTs, &refs) {
 				lastSnap = applied
 				continue
 			}
@@ -295,9 +308,19 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 			if r.userRef != 0 && r.fail != Duplicate {
 				refs.trim(r.id, nil)
 				refs.push(refEntry{id: r.id, ref: r.userRef})
+				if run != nil {
+					run.add(r.id, r.userRef, r.ts)
+				}
 			}
 		}
-		applied = last
+		// Before any snapshot that covers these transactions.
+		if run != nil {
+			if err := run.flush(l.db); err != nil {
+				l.fail(err)
+				return
+			}
+		}
+		applied, appliedTs = last, recs[len(recs)-1].ts
 		l.snapshot.Store(last)
 		l.waits[Snapshot].release(TxID(last))
 		l.deliver(recs, Snapshot)
@@ -308,24 +331,25 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		}
 		// If the previous snapshot is still being written, takeSnapshot
 		// skips and the next batch (or idle iteration) tries again.
-		if due && l.takeSnapshot(last, &refs) {
+		if due && l.takeSnapshot(last, appliedTs, &refs) {
 			lastSnap = last
 		}
 	}
 }
 
-// takeSnapshot hands the persister a snapshot started after tx id at (the
-// Snapshotter has applied everything up to it) with the dedup window as of
-// at; false if the persister is still writing the previous one. Nothing is
+// takeSnapshot hands the persister a snapshot started after tx id at, of
+// timestamp ts (the Snapshotter has applied everything up to it), with the
+// dedup window as of at; false if the persister is still writing the
+// previous one. Nothing is
 // copied: the persister reads the readable balances while the Snapshotter
 // goes on applying (a fuzzy snapshot, see recoverState).
-func (l *Ledger) takeSnapshot(at uint64, refs *refWindow) bool {
+func (l *Ledger) takeSnapshot(at uint64, ts int64, refs *refWindow) bool {
 	s := l.spare.Swap(nil)
 	if s == nil {
 		return false
 	}
 	refs.trim(at+1, nil)
-	s.txID, s.refs = at, refs.entries()
+	s.txID, s.ts, s.refs = at, ts, refs.entries()
 	l.persistCh <- s
 	return true
 }
@@ -336,6 +360,8 @@ func (l *Ledger) takeSnapshot(at uint64, refs *refWindow) bool {
 func (l *Ledger) runPersister() {
 	defer l.wg.Done()
 	var buf []byte
+	keep := retentionOf(&l.cfg)
+	prunedID, prunedTs := l.recovered.last, wallNow(&l.cfg) // Open pruned
 	for s := range l.persistCh {
 		var err error
 		var hook func(uint32)
@@ -346,6 +372,13 @@ func (l *Ledger) runPersister() {
 		if err == nil && l.cfg.WALRetention >= 0 && s.txID > uint64(l.cfg.WALRetention) {
 			// Whole segments below the snapshot minus the retention go.
 			_, err = l.wal.RemoveBelow(s.txID - uint64(l.cfg.WALRetention) + 1)
+		}
+		// As of the snapshot's transaction: whatever it finds expired is
+		// expired for every transaction the Transactor executes later.
+		if err == nil && l.cfg.DedupRetention > 0 && s.ts != 0 && keep.pruneDue(prunedID, prunedTs, s.txID, s.ts) {
+			if err = pruneRuns(l.db, keep.graced(), s.txID, s.ts); err == nil {
+				prunedID, prunedTs = s.txID, s.ts
+			}
 		}
 		if err != nil {
 			l.fail(err)

@@ -34,8 +34,8 @@ type Stats struct {
 	// reason over all kinds.
 	Outcomes [KindComposite + 1][Duplicate + 1]uint64
 	// WALBatches is the number of WAL group commits written since Open:
-	// each is one pebble key written with Sync, counted once the sync
-	// returned.
+	// each is one record of the ledger's own log, fdatasynced, counted
+	// once the sync returned.
 	WALBatches uint64
 	// WALBytes is the encoded size of those batches.
 	WALBytes uint64
@@ -48,8 +48,8 @@ type Stats struct {
 	// per group commit, from 1 to 32768 (Bound(i) = 1 << i). Both are
 	// counted once the sync returned, like WALBatches.
 	WALSyncTimes, WALGroupSizes Histogram
-	// Syncs is the number of synced pebble commits the pipeline made since
-	// Open: one per WAL batch plus one per snapshot manifest
+	// Syncs is the number of synced writes the pipeline made since Open:
+	// one per WAL batch plus one per snapshot manifest committed to pebble
 	// (WALBatches + Snapshots).
 	Syncs uint64
 	// Snapshots is the number of snapshots made durable since Open,
@@ -64,6 +64,11 @@ type Stats struct {
 	// transactions the Snapshotter had not applied yet and waited (back
 	// pressure; zero at the default sizes unless composites are large).
 	OverlaySweeps, OverlayWaits uint64
+	// DedupExpired is the number of transactions since Open whose UserRef
+	// the durable index still named, but from a transaction past
+	// DedupRetention: each was executed as a new transaction (likely a
+	// retry that came too late; see docs/ledger.md).
+	DedupExpired uint64
 	// Pressure is the pressure manager's snapshot: its Level (Idle, Low,
 	// High), how often stages parked (Parks), were woken (Unparks) and
 	// yielded (Yields). The ledger registers three stages: the
@@ -78,6 +83,14 @@ type Stats struct {
 // group commit on a fast disk syncs in tens of microseconds, on a slow one
 // in milliseconds. The server's latency histograms use the same bounds.
 const walSyncFirstBucket = 50_000
+
+// StageStats appends the pressure counters of each pipeline stage (the
+// Transactor, the WAL, the Snapshotter, in that order) to dst: whether it is
+// parked now, how often it parked, was woken and yielded. Stats.Pressure is
+// their sum.
+func (l *Ledger) StageStats(dst []pressure.StageStats) []pressure.StageStats {
+	return l.pm.StageStats(dst)
+}
 
 // Fails returns the number of transactions of every kind executed since
 // Open with outcome r (Fails(OK): those that succeeded).
@@ -115,6 +128,7 @@ func (l *Ledger) Stats() Stats {
 	s.Syncs = s.WALBatches + s.Snapshots
 	s.OverlaySweeps = l.ovSweeps.Load()
 	s.OverlayWaits = l.ovWaits.Load()
+	s.DedupExpired = l.dedupExpired.Load()
 	s.Pressure = l.pm.Stats()
 	return s
 }

@@ -108,6 +108,7 @@ func prefixIter(db *pebble.DB, p byte) (*pebble.Iterator, error) {
 // balances while the Snapshotter keeps applying.
 type snapshotData struct {
 	txID uint64
+	ts   int64 // timestamp of transaction txID; 0 if unknown
 	refs []refEntry
 }
 

@@ -31,6 +31,11 @@ func openChecked(fs vfs.FS, dir string) (*pebble.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
+	for _, n := range []string{walNewDir, walOldDir} {
+		if slices.Contains(names, n) {
+			return nil, fmt.Errorf("%w: %s holds %s, left by an interrupted ledger recover: run it again with the same --truncate-after", ErrRecover, dir, n)
+		}
+	}
 	if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "marker.manifest.") }) {
 		for _, n := range names {
 			if strings.HasPrefix(n, "MANIFEST-") || strings.HasSuffix(n, ".sst") {

@@ -28,7 +28,8 @@ type verifyReport struct {
 	Snapshots []snapshotCheck
 	// Findings lists every inconsistency, in key order. verifyDir returns a
 	// non-nil error exactly when it is non-empty.
-	Findings []*CorruptError
+	Findings    []*CorruptError
+	truncations []truncation // by ledger recover, oldest first
 }
 
 // snapshotCheck is the verdict on one persisted snapshot.
@@ -71,6 +72,16 @@ func verifyDir(fs vfs.FS, dir string) (*verifyReport, error) {
 	}
 	if err := v.scan(fs, dir, db); err != nil {
 		return nil, err
+	}
+	if err := v.checkRuns(db); err != nil {
+		return nil, err
+	}
+	if v.rep.truncations, err = readTruncations(db); err != nil {
+		var ce *CorruptError
+		if !errors.As(err, &ce) {
+			return nil, err
+		}
+		v.rep.Findings = append(v.rep.Findings, ce)
 	}
 	for _, s := range v.active {
 		v.finding(keyLoc(idKey(prefixSnapshot, s.id)), s.id+1, s.end, "the WAL ends at tx %d, inside snapshot %d's window up to tx %d", v.last, s.id, s.end)
@@ -180,6 +191,23 @@ func (v *verifier) loadSnapshots(db *pebble.DB) error {
 		}
 		v.rep.Snapshots[len(v.rep.Snapshots)-1].Valid = true
 		v.snaps = append(v.snaps, snapState{id: id, end: info.end, bal: bal, refs: info.refs, rep: len(v.rep.Snapshots) - 1})
+	}
+	return it.Error()
+}
+
+// checkRuns checks every run of the idempotency index as Open reads them.
+// (Entries after the WAL's last transaction, of a torn tail, Open drops.)
+func (v *verifier) checkRuns(db *pebble.DB) error {
+	it, err := prefixIter(db, prefixDedup)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		r, err := decodeRun(it.Key(), it.Value())
+		if err != nil {
+			v.finding(keyLoc(it.Key()), r.first, r.last, "dedup index: %v", err)
+		}
 	}
 	return it.Error()
 }

@@ -232,6 +232,25 @@ func (m *Manager) Level() Level { return Level(m.state.Load() & levelMask) }
 // Strategy returns the wait strategy the manager was created with.
 func (m *Manager) Strategy() WaitStrategy { return m.strategy }
 
+// StageStats is one registered stage's share of Stats.
+type StageStats struct {
+	Name    string // as registered
+	Parked  bool   // announced a park and not woken since
+	Parks   uint64
+	Unparks uint64
+	Yields  uint64
+}
+
+// StageStats appends a snapshot of every registered stage, in registration
+// order, to dst and returns it: the same loads as Stats, per stage.
+func (m *Manager) StageStats(dst []StageStats) []StageStats {
+	for _, s := range *m.stages.Load() {
+		dst = append(dst, StageStats{Name: s.name, Parked: s.parking.Load(),
+			Parks: s.parks.Load(), Unparks: s.unparks.Load(), Yields: s.yields.Load()})
+	}
+	return dst
+}
+
 // Stats returns a snapshot of the manager's counters. Counters are summed
 // over stages without stopping them, so a snapshot taken under load is only
 // approximately consistent.

@@ -466,3 +466,37 @@ func TestParkWithoutSlot(t *testing.T) {
 		})
 	}
 }
+
+// TestStageStats: the per-stage snapshot names every stage in registration
+// order, shows a parked stage as parked, and its counters add up to Stats.
+func TestStageStats(t *testing.T) {
+	m := New(Balanced)
+	idle, err := m.Register("idle")
+	require.NoError(t, err)
+	_, err = m.Register("busy") // never polls: never parks
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for idle.OnEmpty() {
+		}
+	}()
+	require.Eventually(t, func() bool { return m.StageStats(nil)[0].Parked }, 10*time.Second, 100*time.Microsecond)
+	st := m.StageStats(make([]StageStats, 0, 2))
+	require.Len(t, st, 2)
+	assert.Equal(t, "idle", st[0].Name)
+	assert.Equal(t, "busy", st[1].Name)
+	assert.False(t, st[1].Parked)
+	assert.Zero(t, st[1].Parks)
+	assert.Positive(t, st[0].Parks)
+	m.Close()
+	<-done
+	tot := m.Stats()
+	var parks, unparks, yields uint64
+	for _, s := range m.StageStats(nil) {
+		parks, unparks, yields = parks+s.Parks, unparks+s.Unparks, yields+s.Yields
+	}
+	assert.Equal(t, tot.Parks, parks)
+	assert.Equal(t, tot.Unparks, unparks)
+	assert.Equal(t, tot.Yields, yields)
+}

@@ -31,3 +31,15 @@ package ringbuf
 // that returns v. What it does not give is a store-load fence, so a caller
 // that needs a Dekker-style handshake after a push (store the item, then
 // load a flag) must issue its own sequentially consistent operation.
+//
+// The single-item methods (TryPush, TryPop, Commit, Advance) spell the amd64
+// store out under `if plainRelease` instead of calling storeRelease. They are
+// generic, so a package that uses a ring through another package (chronon's
+// ports, instantiated in the model's package) compiles their bodies itself,
+// and it can inline a call to the unexported storeRelease only if the body
+// of storeRelease reached it in some package's export data; the compiler
+// re-exports such a body only from packages that inlined it themselves. When
+// it does not, the call costs the inliner more than the budget of those
+// methods, they stop inlining, and every push and pop becomes a call (this
+// cost chronon's minimal model about 20% of its cycle). The constant makes
+// the other branch dead, which the inliner does not count.

@@ -22,3 +22,7 @@ import (
 func storeRelease(addr *atomic.Uint64, v uint64) {
 	*(*uint64)(unsafe.Pointer(addr)) = v
 }
+
+// plainRelease says storeRelease is a plain store, which the single-item
+// methods spell out (see release.go).
+const plainRelease = true

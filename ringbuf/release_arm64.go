@@ -9,3 +9,6 @@ import "sync/atomic"
 //
 //go:noescape
 func storeRelease(addr *atomic.Uint64, v uint64)
+
+// plainRelease is false: storeRelease is not a plain store (see release.go).
+const plainRelease = false

@@ -7,3 +7,6 @@ import "sync/atomic"
 // storeRelease stores v to *addr; here a sequentially consistent store,
 // which is also a release store. See release.go.
 func storeRelease(addr *atomic.Uint64, v uint64) { addr.Store(v) }
+
+// plainRelease is false: storeRelease is not a plain store (see release.go).
+const plainRelease = false

@@ -3,6 +3,7 @@ package ringbuf
 import (
 	"fmt"
 	"sync/atomic"
+	"unsafe"
 )
 
 // SPSC is a bounded single-producer single-consumer ring.
@@ -108,7 +109,12 @@ func (r *SPSC[T]) TryPush(v T) bool {
 		}
 	}
 	r.buf[t&r.mask] = v
-	storeRelease(&r.tail, t+1) // release: publishes the slot write above
+	// release: publishes the slot write above
+	if plainRelease {
+		*(*uint64)(unsafe.Pointer(&r.tail)) = t + 1 // storeRelease, spelled out (see release.go)
+	} else {
+		storeRelease(&r.tail, t+1)
+	}
 	return true
 }
 
@@ -153,7 +159,11 @@ func (r *SPSC[T]) Commit(k int) {
 	}
 	r.reserved = 0
 	if k > 0 {
-		storeRelease(&r.tail, r.tail.Load()+uint64(k))
+		if plainRelease {
+			*(*uint64)(unsafe.Pointer(&r.tail)) = r.tail.Load() + uint64(k) // storeRelease (see release.go)
+		} else {
+			storeRelease(&r.tail, r.tail.Load()+uint64(k))
+		}
 	}
 }
 
@@ -189,7 +199,12 @@ func (r *SPSC[T]) TryPop() (v T, ok bool) {
 		var zero T
 		*s = zero // drop references so the ring does not pin garbage
 	}
-	storeRelease(&r.head, h+1) // release: our read of the slot precedes its reuse
+	// release: our read of the slot precedes its reuse
+	if plainRelease {
+		*(*uint64)(unsafe.Pointer(&r.head)) = h + 1 // storeRelease, spelled out (see release.go)
+	} else {
+		storeRelease(&r.head, h+1)
+	}
 	return v, true
 }
 
@@ -254,5 +269,9 @@ func (r *SPSC[T]) Advance(k int) {
 	if r.pointers {
 		clear(r.buf[i : i+uint64(k)]) // peeked runs never wrap
 	}
-	storeRelease(&r.head, h+uint64(k))
+	if plainRelease {
+		*(*uint64)(unsafe.Pointer(&r.head)) = h + uint64(k) // storeRelease (see release.go)
+	} else {
+		storeRelease(&r.head, h+uint64(k))
+	}
 }

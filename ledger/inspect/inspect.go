@@ -1,8 +1,9 @@
-// Package inspect reads a closed ledger directory without changing it: Verify
-// checks everything stored, Dump prints the transactions of the WAL. Both
-// apply the recovery rules of ledger.Open (docs/ledger.md), so a directory
-// Verify passes is one Open accepts; the engine that owns the formats stays
-// in package ledger.
+// Package inspect holds the offline tools for a closed ledger directory:
+// Verify checks everything stored and Dump prints the transactions of the
+// WAL, both without changing anything; Recover, the operator's explicit
+// acceptance of loss, cuts a damaged log. All apply the recovery rules of
+// ledger.Open (docs/ledger.md), so a directory Verify passes is one Open
+// accepts; the engine that owns the formats stays in package ledger.
 package inspect
 
 import (
@@ -30,6 +31,9 @@ type VerifyReport struct {
 	// Findings lists every inconsistency, in key order. Verify returns a
 	// non-nil error exactly when it is non-empty.
 	Findings []*ledger.CorruptError
+	// Truncations are the cuts Recover made in this directory, oldest
+	// first.
+	Truncations []Truncation
 }
 
 // SnapshotCheck is the verdict on one persisted snapshot.
@@ -73,6 +77,13 @@ func Verify(dir string) (*VerifyReport, error) {
 			return nil, f // not a finding: the engine broke its contract
 		}
 		rep.Findings = append(rep.Findings, ce)
+	}
+	for i := range r.Truncations {
+		t, terr := truncationOf(&r.Truncations[i])
+		if terr != nil {
+			return nil, terr
+		}
+		rep.Truncations = append(rep.Truncations, *t)
 	}
 	return rep, err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/pressure"
 )
 
 // The dashboard is a static page, embedded in the binary, that draws the
@@ -77,6 +78,13 @@ type jsonStatus struct {
 		Bytes   uint64 `json:"bytes"`
 		SyncNs  int64  `json:"sync_ns"`
 		Syncs   uint64 `json:"syncs"`
+		// SyncHist is the distribution of sync times: Counts[i] syncs
+		// took at most FirstNs<<i (the last count: longer), not
+		// cumulative, so the page can difference two polls.
+		SyncHist struct {
+			FirstNs uint64   `json:"first_ns"`
+			Counts  []uint64 `json:"counts"`
+		} `json:"sync_hist"`
 	} `json:"wal"`
 	Snapshots  uint64      `json:"snapshots"`
 	SnapshotTx ledger.TxID `json:"snapshot_tx"`
@@ -88,20 +96,30 @@ type jsonStatus struct {
 		Waits  uint64 `json:"waits"`
 	} `json:"overlay"`
 	// Pressure is the pipeline's one pressure level (the manager keeps a
-	// single level for all its stages) and its stages' waits.
+	// single level for all its stages), its stages' waits in sum, and
+	// each stage's.
 	Pressure struct {
-		Level    string `json:"level"`
-		Stages   int    `json:"stages"`
-		Spinning int    `json:"spinning"`
-		Parks    uint64 `json:"parks"`
-		Unparks  uint64 `json:"unparks"`
-		Yields   uint64 `json:"yields"`
+		Level    string           `json:"level"`
+		Stages   int              `json:"stages"`
+		Spinning int              `json:"spinning"`
+		Parks    uint64           `json:"parks"`
+		Unparks  uint64           `json:"unparks"`
+		Yields   uint64           `json:"yields"`
+		PerStage []jsonStageStats `json:"per_stage"`
 	} `json:"pressure"`
 	Server struct {
 		Conns     int64  `json:"conns"`
 		HTTPConns int64  `json:"http_conns"`
 		Ops       uint64 `json:"ops"`
 	} `json:"server"`
+}
+
+type jsonStageStats struct {
+	Name    string `json:"name"`
+	Parked  bool   `json:"parked"`
+	Parks   uint64 `json:"parks"`
+	Unparks uint64 `json:"unparks"`
+	Yields  uint64 `json:"yields"`
 }
 
 type jsonCount struct {
@@ -115,6 +133,7 @@ func (s *Server) status() *jsonStatus {
 		Indexes: jsonIndexes(st.Indexes), Recovered: st.Recovered, Submitted: st.Submitted, Committed: st.Committed,
 		Snapshots: st.Snapshots, SnapshotTx: st.SnapshotTx}
 	j.WAL.Batches, j.WAL.Bytes, j.WAL.SyncNs, j.WAL.Syncs = st.WALBatches, st.WALBytes, int64(st.WALSyncTime), st.Syncs
+	j.WAL.SyncHist.FirstNs, j.WAL.SyncHist.Counts = st.WALSyncTimes.First, st.WALSyncTimes.Counts[:]
 	for f := ledger.OK; f <= ledger.Duplicate; f++ {
 		j.Outcomes = append(j.Outcomes, jsonCount{f.String(), st.Fails(f)})
 	}
@@ -122,6 +141,9 @@ func (s *Server) status() *jsonStatus {
 	p := st.Pressure
 	j.Pressure.Level, j.Pressure.Stages, j.Pressure.Spinning = p.Level.String(), p.Stages, p.Spinning
 	j.Pressure.Parks, j.Pressure.Unparks, j.Pressure.Yields = p.Parks, p.Unparks, p.Yields
+	for _, ps := range s.l.StageStats(make([]pressure.StageStats, 0, 3)) {
+		j.Pressure.PerStage = append(j.Pressure.PerStage, jsonStageStats(ps))
+	}
 	j.Server.Conns, j.Server.HTTPConns, j.Server.Ops = s.open.Load(), s.httpOpen.Load(), s.m.ops.Load()
 	return j
 }

@@ -144,6 +144,10 @@ func TestDashboardBrowser(t *testing.T) {
 	require.GreaterOrEqual(t, len(strings.Fields(pts)), 3, pts)
 	wait("a latency point", `Number(document.getElementById("chart-lat").dataset.points) >= 1`)
 	require.Equal(t, "2", text("outcome-ok"), "outcomes count the deposit and the transfer")
+	// One row per pipeline stage, each parked or awake.
+	for _, st := range []string{"transactor", "wal", "snapshotter"} {
+		wait("stage "+st, `["parked", "awake"].includes(document.getElementById("stage-`+st+`-state").textContent)`)
+	}
 
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lanework/lanework/ledger"
 )
 
 func dashGet(t *testing.T, url, token string) (*http.Response, []byte) {
@@ -83,6 +85,20 @@ func TestDashboardStatus(t *testing.T) {
 	assert.Positive(t, s.WAL.SyncNs)
 	assert.EqualValues(t, 2, s.Server.Ops)
 	assert.Equal(t, 3, s.Pressure.Stages)
+	var names []string
+	var parks uint64
+	for _, st := range s.Pressure.PerStage {
+		names, parks = append(names, st.Name), parks+st.Parks
+	}
+	assert.Equal(t, []string{"transactor", "wal", "snapshotter"}, names)
+	assert.GreaterOrEqual(t, parks, s.Pressure.Parks, "per-stage parks, loaded after the total, add up to at least it")
+	var syncs uint64
+	for _, c := range s.WAL.SyncHist.Counts {
+		syncs += c
+	}
+	assert.Len(t, s.WAL.SyncHist.Counts, ledger.HistogramBuckets+1)
+	assert.EqualValues(t, 50_000, s.WAL.SyncHist.FirstNs)
+	assert.Equal(t, s.WAL.Batches, syncs, "every synced batch is in the histogram")
 	got := map[string]uint64{}
 	for _, o := range s.Outcomes {
 		got[o.Name] = o.Count

@@ -18,7 +18,20 @@ var (
 	// through the last), in id order, after verifying each batch read. The
 	// Tx passed is reused between calls.
 	Dump func(fs vfs.FS, dir string, from, to uint64, fn func(*Tx) error) error
+	// Recover cuts the damaged log of dir after transaction after and
+	// records that it did (ledger recover).
+	Recover func(fs vfs.FS, dir string, after uint64) (*Truncation, error)
 )
+
+// Truncation is what Recover did, and what Verify reads back. Package
+// inspect documents the fields (inspect.Truncation).
+type Truncation struct {
+	TruncatedAfter   uint64
+	FirstTx          uint64
+	Damage           error // a *ledger.CorruptError; nil when an interrupted run was finished
+	SnapshotsDropped []uint64
+	UnixNs           int64
+}
 
 // Report is what Verify found. Package inspect documents the fields
 // (inspect.VerifyReport).
@@ -32,6 +45,7 @@ type Report struct {
 	TornTail     *Torn
 	Snapshots    []Snapshot
 	Findings     []error // each a *ledger.CorruptError
+	Truncations  []Truncation
 }
 
 // Torn is a torn WAL tail, as ledger.TornTail.

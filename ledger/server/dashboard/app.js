@@ -58,6 +58,46 @@ function draw(el, arr) {
   return max;
 }
 
+// p99 returns the upper bound, in ms, of the bucket holding the 99th
+// percentile of the syncs between two polls' histograms, or null if none.
+function p99(h, ph) {
+  const d = h.counts.map((c, i) => c - (ph ? ph.counts[i] : 0));
+  const n = d.reduce((a, b) => a + b, 0);
+  if (n <= 0) return null;
+  let seen = 0;
+  for (let i = 0; i < d.length; i++) {
+    seen += d[i];
+    if (seen >= 0.99 * n) return (h.first_ns * 2 ** Math.min(i, d.length - 2)) / 1e6;
+  }
+  return null;
+}
+
+// renderStages keeps one row per pipeline stage: parked or awake, and its
+// parks and yields per second since the previous poll.
+function renderStages(s, dt) {
+  const tb = $("stages").tBodies[0];
+  const per = s.pressure.per_stage || [];
+  if (tb.rows.length !== per.length) {
+    tb.textContent = "";
+    for (const st of per) {
+      const tr = tb.insertRow();
+      const th = document.createElement("th");
+      th.scope = "row";
+      th.textContent = st.name;
+      tr.appendChild(th);
+      for (const k of ["state", "parks", "yields"]) tr.insertCell().id = "stage-" + st.name + "-" + k;
+    }
+  }
+  const before = prev && prev.pressure.per_stage ? prev.pressure.per_stage : [];
+  per.forEach((st, i) => {
+    const p = before[i] && before[i].name === st.name ? before[i] : null;
+    const r = (v, q) => (p && dt > 0 ? fmt(Math.round((v - q) / dt)) : "–");
+    setText("stage-" + st.name + "-state", st.parked ? "parked" : "awake");
+    setText("stage-" + st.name + "-parks", r(st.parks, p && p.parks));
+    setText("stage-" + st.name + "-yields", r(st.yields, p && p.yields));
+  });
+}
+
 function render(s) {
   const x = s.indexes;
   for (const k of ["sequenced", "computed", "committed", "snapshot"]) setText("idx-" + k, fmt(x[k]));
@@ -71,12 +111,13 @@ function render(s) {
     const db = s.wal.batches - prev.wal.batches;
     const rate = (v, p) => (dt > 0 ? (v - p) / dt : 0);
     push(tput, rate(s.committed, prev.committed));
-    push(lat, db > 0 ? (s.wal.sync_ns - prev.wal.sync_ns) / db / 1e6 : null);
+    push(lat, p99(s.wal.sync_hist, prev.wal.sync_hist));
     const t = tput[tput.length - 1], l = lat[lat.length - 1];
     setText("tput-now", fmt(Math.round(t)));
     setText("tput-max", fmt(Math.round(draw($("chart-tput"), tput))));
-    setText("lat-now", l === null ? "idle" : l.toFixed(3));
+    setText("lat-now", l === null ? "idle" : l.toFixed(3) + " ms");
     setText("lat-max", draw($("chart-lat"), lat).toFixed(3));
+    setText("lat-mean", db > 0 ? ((s.wal.sync_ns - prev.wal.sync_ns) / db / 1e6).toFixed(3) + " ms" : "idle");
     setText("group-now", db > 0 ? ((s.committed - prev.committed) / db).toFixed(1) : "–");
     setText("p-parks", fmt(Math.round(rate(s.pressure.parks, prev.pressure.parks))));
     setText("p-yields", fmt(Math.round(rate(s.pressure.yields, prev.pressure.yields))));
@@ -104,6 +145,7 @@ function render(s) {
   setText("p-level", s.pressure.level);
   setText("p-stages", s.pressure.stages + " (" + s.pressure.spinning + ")");
   setText("conns", s.server.conns + ", " + s.server.http_conns);
+  renderStages(s, prev ? (s.time_ms - prev.time_ms) / 1000 : 0);
 
   if (watched !== null && (!prev || prev.indexes.committed !== x.committed)) lookupBalance(watched);
   prev = s;

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -49,6 +50,9 @@ func verifyCommand() *cli.Command {
 			for _, s := range rep.Snapshots {
 				fmt.Fprintf(w, "snapshot at tx %d: valid=%t replayed=%t\n", s.TxID, s.Valid, s.Replayed)
 			}
+			for _, t := range rep.Truncations {
+				fmt.Fprintf(w, "recovered: the log was cut after tx %d at %s (ledger recover)\n", t.TruncatedAfter, t.At.Format(time.RFC3339))
+			}
 			for _, f := range rep.Findings {
 				fmt.Fprintf(w, "corrupt: %v\n", f)
 			}
@@ -73,6 +77,7 @@ type verifyReportJSON struct {
 	TornTail     *ledger.TornTail   `json:"torn_tail"`
 	Snapshots    []snapshotJSON     `json:"snapshots"`
 	Findings     []corruptErrorJSON `json:"findings"`
+	Truncations  []truncationJSON   `json:"truncations"`
 }
 
 type snapshotJSON struct {
@@ -93,14 +98,21 @@ type corruptErrorJSON struct {
 func verifyJSON(rep *inspect.VerifyReport) verifyReportJSON {
 	out := verifyReportJSON{OK: len(rep.Findings) == 0, MaxAccounts: rep.MaxAccounts, FirstTx: rep.FirstTx, LastTx: rep.LastTx,
 		Transactions: rep.Transactions, Batches: rep.Batches, FromZero: rep.FromZero, TornTail: rep.TornTail,
-		Snapshots: []snapshotJSON{}, Findings: []corruptErrorJSON{}}
+		Snapshots: []snapshotJSON{}, Findings: []corruptErrorJSON{}, Truncations: []truncationJSON{}}
 	for _, s := range rep.Snapshots {
 		out.Snapshots = append(out.Snapshots, snapshotJSON(s))
 	}
 	for _, f := range rep.Findings {
-		out.Findings = append(out.Findings, corruptErrorJSON{File: f.File, Offset: f.Offset, Key: hex.EncodeToString(f.Key), FirstTx: f.FirstTx, LastTx: f.LastTx, Reason: f.Reason})
+		out.Findings = append(out.Findings, corruptJSON(f))
+	}
+	for i := range rep.Truncations {
+		out.Truncations = append(out.Truncations, recoverJSON(&rep.Truncations[i]))
 	}
 	return out
+}
+
+func corruptJSON(f *ledger.CorruptError) corruptErrorJSON {
+	return corruptErrorJSON{File: f.File, Offset: f.Offset, Key: hex.EncodeToString(f.Key), FirstTx: f.FirstTx, LastTx: f.LastTx, Reason: f.Reason}
 }
 
 // dumpCommand prints transactions of a closed ledger directory as NDJSON.

@@ -37,6 +37,10 @@ func serveCommand() *cli.Command {
 			waitStrategyFlag(),
 			&cli.Int64Flag{Name: "snapshot-every", EnvVars: []string{"LEDGER_SNAPSHOT_EVERY"},
 				Usage: "transactions between persisted snapshots (0: the ledger's default; negative: off)"},
+			&cli.DurationFlag{Name: "dedup-retention", Value: ledger.DefaultDedupRetention, EnvVars: []string{"LEDGER_DEDUP_RETENTION"},
+				Usage: "how long a user_ref is remembered across restarts: a retry within it is a duplicate (negative: only the in-memory window)"},
+			&cli.Uint64Flag{Name: "dedup-retention-txs", EnvVars: []string{"LEDGER_DEDUP_RETENTION_TXS"},
+				Usage: "also forget a user_ref once this many transactions followed it (0: no count limit)"},
 			&cli.IntFlag{Name: "max-conns", Value: server.DefaultMaxConns, EnvVars: []string{"LEDGER_MAX_CONNS"},
 				Usage: "most open TCP connections"},
 			&cli.IntFlag{Name: "max-inflight", Value: server.DefaultMaxInFlight, EnvVars: []string{"LEDGER_MAX_INFLIGHT"},
@@ -131,7 +135,8 @@ func serve(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	l, err := ledger.Open(ledger.Config{Dir: c.String("dir"), MaxAccounts: c.Uint64("max-accounts"),
-		WaitStrategy: ws, SnapshotEvery: c.Int64("snapshot-every")})
+		WaitStrategy: ws, SnapshotEvery: c.Int64("snapshot-every"),
+		DedupRetention: c.Duration("dedup-retention"), DedupRetentionTxs: c.Uint64("dedup-retention-txs")})
 	if errors.Is(err, ledger.ErrConfig) {
 		return exitcode.Usage("serve: %v", err)
 	}

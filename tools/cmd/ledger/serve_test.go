@@ -302,3 +302,15 @@ func TestServeLogFlags(t *testing.T) {
 		assert.Equal(t, 2, code, stderr)
 	}
 }
+
+// --dedup-retention and --dedup-retention-txs reach the ledger's Config: a
+// count limit below the in-memory window is refused as a usage error that
+// names the field.
+func TestServeDedupRetentionFlags(t *testing.T) {
+	_, stderr, code := runApp(t, "serve", "--dir", t.TempDir(), "--max-accounts", "100", "--dedup-retention", "1h", "--dedup-retention-txs", "5")
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "DedupRetentionTxs 5 below DedupWindow")
+	_, stderr, code = runApp(t, "serve", "--dir", t.TempDir(), "--max-accounts", "100", "--dedup-retention", "soon")
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "dedup-retention")
+}
