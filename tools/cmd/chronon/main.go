@@ -3,7 +3,8 @@
 //
 // Usage:
 //
-//	chronon run [--cycles N] [--workers N] [--counters out.csv] [--trace out.json] topology.yaml
+//	chronon run [--cycles N] [--workers N] [--counters out.csv] [--trace out.json] [-p unit.param=value] [--dump-config] topology.yaml
+//	chronon sweep -g unit.param=v1,v2 [-g ...] [--jobs N] [-o out.csv] topology.yaml
 //	chronon validate topology.yaml
 //	chronon bench [--count 5]
 //
