@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"os"
 	"path/filepath"
@@ -116,4 +117,23 @@ func TestRunParamsAndDumpConfig(t *testing.T) {
 	_, rest, _ := strings.Cut(out, "\n")
 	_, restAgain, _ := strings.Cut(again, "\n")
 	assert.Equal(t, rest, restAgain, "the effective topology runs the same simulation")
+}
+
+// BenchmarkSweep runs a 16-point sweep of the CPU pipeline (4 fetch widths
+// x 4 seeds, 100,000 commits each) with one job and with two: on an idle
+// 2-core host the second should take at most 0.6x the first.
+func BenchmarkSweep(b *testing.B) {
+	topo := filepath.Join(b.TempDir(), "cpu.yaml")
+	require.NoError(b, os.WriteFile(topo, cpupipeline.WithCommitTarget(100000), 0o644))
+	for _, jobs := range []string{"1", "2"} {
+		b.Run("jobs="+jobs, func(b *testing.B) {
+			for b.Loop() {
+				var out, errOut bytes.Buffer
+				err := newApp(&out, &errOut).Run([]string{"chronon", "sweep", "-j", jobs, "-g", "fetch.width=1,2,3,4", "-g", "fetch.seed=1,2,3,4", topo})
+				if err != nil {
+					b.Fatal(err, errOut.String())
+				}
+			}
+		})
+	}
 }
