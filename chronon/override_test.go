@@ -66,6 +66,9 @@ func TestParamOverrideErrors(t *testing.T) {
 		require.True(t, errors.As(err, &oe), tc.p)
 		assert.Equal(t, tc.p, oe.Override.String())
 	}
+	scalar := strings.Replace(overrideYAML, "params: {count: 2}", "params: 2", 1)
+	_, _, err := chronon.Parse("o.yaml", []byte(scalar), reg, override(t, "g.count=1")...)
+	assert.EqualError(t, err, `o.yaml:3: unit "g": params must be a mapping`, "an override does not hide bad params")
 	for _, bad := range []string{"count=1", "g.=1", ".count=1", "g.count"} {
 		_, err := chronon.ParseParamOverride(bad)
 		assert.ErrorIs(t, err, chronon.ErrTopology, bad)
