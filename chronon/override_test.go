@@ -128,3 +128,30 @@ func TestBus(t *testing.T) {
 		assert.ErrorContains(t, err, "b.yaml:9: "+tc.want, tc.from)
 	}
 }
+
+// TestBusDeterminism: what the bus's receivers get is the same
+// sequentially and with 1 to 8 workers.
+func TestBusDeterminism(t *testing.T) {
+	run := func(workers int) map[string][]int {
+		reg, sinks := testRegistry()
+		s, _, err := chronon.Parse("b.yaml", []byte(strings.Replace(busYAML, "count: 2", "count: 500", -1)), reg)
+		require.NoError(t, err)
+		s.SetParallelThreshold(0)
+		require.NoError(t, s.SetWorkers(workers))
+		if workers > 1 {
+			used, _ := s.Engine()
+			require.Greater(t, used, 1)
+		}
+		require.NoError(t, s.Run(3000))
+		out := map[string][]int{}
+		for n, k := range sinks {
+			out[n] = k.got
+		}
+		return out
+	}
+	want := run(1)
+	require.Len(t, want["a"], 1500)
+	for _, w := range []int{1, 2, 3, 4, 8} {
+		require.Equal(t, want, run(w), "%d workers", w)
+	}
+}
