@@ -32,8 +32,8 @@ func (p *InPort[T]) build() error {
 	p.idle, p.gap = 0, 1
 	for i, k := range p.conns {
 		k.ring, k.flane = nil, nil
-		if i == 0 || k.delay < p.gap {
-			p.gap = k.delay
+		if d := uint64(k.delay); i == 0 || d < p.gap {
+			p.gap = d
 		}
 	}
 	p.gap = max(p.gap, 1) // the smallest delay, at least 1 (see InPort.receive)
@@ -122,7 +122,7 @@ func (p *OutPort[T]) buildCancel() {
 	}
 	d := uint64(0)
 	for _, k := range p.conns {
-		d = max(d, k.delay)
+		d = max(d, uint64(k.delay))
 	}
 	p.log = newCancelLog(d)
 	for _, k := range p.conns {

@@ -79,8 +79,8 @@ type cut struct {
 	log  *cancelLog
 	seen uint64 // the log's entry count at the last refresh; none: an entry is pending
 	next uint64 // with an entry pending: the cycle it takes effect in
-	d    uint64 // the connection's delay
 	used uint64 // log entries folded into ep
+	d    uint32 // the connection's delay
 	ep   uint32 // E(c-d): messages stamped older are cancelled
 }
 
@@ -110,8 +110,8 @@ func (t *cut) refresh(c uint64) {
 		i = n - keep // older slots may be reused meanwhile; all in effect (invariant 3)
 	}
 	for ; i < n; i++ {
-		if x := l.cyc[i&l.mask].Load(); x+t.d > c {
-			t.next, t.seen = x+t.d, none // not in effect before x+d
+		if x := l.cyc[i&l.mask].Load() + uint64(t.d); x > c {
+			t.next, t.seen = x, none // in effect from cycle+d
 			break
 		}
 		t.ep = l.ep[i&l.mask].Load()

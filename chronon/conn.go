@@ -47,47 +47,49 @@ const none = ^uint64(0)
 // The sequential engine ticks every unit in the same cycle, so the ledger
 // needs just the pops of the current cycle kept apart from older ones.
 type conn[T any] struct {
-	// Producer side: what the sending unit reads and writes per message,
-	// together (the ledger and pads of a connection are per-unit working
-	// set, which sets the cost per unit-cycle of a large model).
-	delay      uint64
-	capacity   uint64                  // 0: unlimited
-	rate       uint64                  // 0: unlimited
-	ring       *ringbuf.SPSC[msg[T]]   // single-connection destination
-	flane      *frontier.Lane[lmsg[T]] // fan-in destination
-	out        *OutPort[T]
-	pushes     uint64        // total pushes
-	pushCycle  uint64        // cycle of the last push
-	pushesPrev uint64        // pushes before pushCycle
-	lim        uint64        // push count from which full consults the credits; none on a finite-capacity edge
-	pubPushes  atomic.Uint64 // pushes, published after the message when cross
-	lane       uint32        // index of the connection in the receiving port
-	dff        bool          // delay 1, capacity 1, rate 1: one older unread entry counts as free
+	// Producer side, one cache line: what the sending unit reads and writes
+	// per message (a connection's lines are per-unit working set, which
+	// sets the cost per unit-cycle of a large model).
+	ring        *ringbuf.SPSC[msg[T]]   // single-connection destination
+	flane       *frontier.Lane[lmsg[T]] // fan-in destination
+	pushes      uint64                  // total pushes
+	pushCycle   uint64                  // cycle of the last push
+	lim         uint64                  // push count from which full consults the credits; none on a finite-capacity edge
+	delay       uint32
+	rate        uint32 // 0: unlimited
+	capacity    uint32 // 0: unlimited
+	cyclePushes uint32 // pushes in pushCycle
+	lane        uint32 // index of the connection in the receiving port
+	dff         bool   // delay 1, capacity 1, rate 1: one older unread entry counts as free
 
 	// cross is set by the parallel engine when producer and receiver are
 	// in different clusters, which may run on different goroutines: the
 	// producer then publishes its push count in pubPushes for the
 	// receiver's drained shortcut, and the receiver its ledger in pub,
-	// which the producer reads for admission and overflow (shared, the
-	// same flag under its ledger name). Both are set between runs only.
-	cross  bool
-	shared bool
+	// which the producer reads for admission and overflow. It is set
+	// between runs only.
+	cross bool
 
-	_ [cacheLine]byte // producer-written fields above, receiver-written below
+	// The second line: the published push count (producer-written), then
+	// cold fields, for building and error reports. It keeps the producer's
+	// line and the receiver's apart.
+	pubPushes atomic.Uint64 // pushes, published after the message when cross
+	out       *OutPort[T]
+	in        *InPort[T]
+	name      string // "unit.port -> unit.port"
+	id        uint64
+	cur       int // the connection's cursor on its OutPort's shared broadcast ring; -1: none
+	_         [cacheLine - 56]byte
 
-	// Receiver side: its pop-credit ledger, its view of the sender's
-	// cancels, and copies of what it reads of the connection.
-	pops     uint64
-	popCycle uint64
-	popsPrev uint64  // pops before popCycle
-	cut      cut     // the sender's cancels in effect (see cancelLog)
-	pub      *ledger // the ledger as published to another worker: allocated, and used, only when shared
+	// Receiver side, one cache line: its pop-credit ledger and its view of
+	// the sender's cancels (which holds its copy of the delay).
+	cut       cut // the sender's cancels in effect (see cancelLog)
+	pops      uint64
+	popCycle  uint64
+	cyclePops uint32 // pops in popCycle
 
-	// Cold: building and error reports.
-	id   uint64
-	name string // "unit.port -> unit.port"
-	in   *InPort[T]
-	cur  int // the connection's cursor on its OutPort's shared broadcast ring; -1: none
+	pub *ledger // the ledger as published to another worker: allocated, and used, only when cross
+	_   [cacheLine - 8]byte
 }
 
 // ledger is a receiver's pop-credit ledger published for a producer on
@@ -120,7 +122,7 @@ const cacheLine = 64
 // credits returns the pops credited to a producer in cycle c: those made in
 // earlier cycles.
 func (k *conn[T]) credits(c uint64) uint64 {
-	if k.shared {
+	if k.cross {
 		pops := k.pub.pops.Load()
 		if k.pub.cycle.Load() == c {
 			return k.pub.prev.Load()
@@ -128,7 +130,7 @@ func (k *conn[T]) credits(c uint64) uint64 {
 		return pops
 	}
 	if k.popCycle == c {
-		return k.popsPrev
+		return k.pops - uint64(k.cyclePops)
 	}
 	return k.pops
 }
@@ -137,15 +139,15 @@ func (k *conn[T]) credits(c uint64) uint64 {
 // message in receiver cycle c.
 func (k *conn[T]) credit(c uint64) {
 	if k.popCycle != c {
-		k.popsPrev = k.pops
-		k.popCycle = c
-		if k.shared {
-			k.pub.prev.Store(k.popsPrev)
+		k.popCycle, k.cyclePops = c, 0
+		if k.cross {
+			k.pub.prev.Store(k.pops)
 			k.pub.cycle.Store(c)
 		}
 	}
 	k.pops++
-	if k.shared {
+	k.cyclePops++
+	if k.cross {
 		k.pub.pops.Store(k.pops)
 	}
 }
@@ -153,7 +155,7 @@ func (k *conn[T]) credit(c uint64) {
 // admits reports whether the connection accepts one more message in
 // producer cycle c.
 func (k *conn[T]) admits(c uint64) bool {
-	if k.rate != 0 && k.pushCycle == c && k.pushes-k.pushesPrev >= k.rate {
+	if k.rate != 0 && k.pushCycle == c && k.cyclePushes >= k.rate {
 		return false
 	}
 	if k.capacity == 0 {
@@ -164,13 +166,13 @@ func (k *conn[T]) admits(c uint64) bool {
 	if k.dff {
 		before := k.pushes
 		if k.pushCycle == c {
-			before = k.pushesPrev
+			before -= uint64(k.cyclePushes)
 		}
 		if before > cr { // an entry from an earlier cycle is ready now: a flip-flop overwrites it
 			occ--
 		}
 	}
-	return occ < k.capacity
+	return occ < uint64(k.capacity)
 }
 
 // push publishes v. The caller has checked admits.
@@ -186,16 +188,16 @@ func (k *conn[T]) push(c uint64, epoch uint32, v *T) {
 	var ok bool
 	switch {
 	case k.ring != nil && !wide[T]():
-		ok = k.ring.TryPush(msg[T]{arrive: c + k.delay, epoch: epoch, lane: k.lane, v: *v})
+		ok = k.ring.TryPush(msg[T]{arrive: c + uint64(k.delay), epoch: epoch, lane: k.lane, v: *v})
 	case k.ring != nil:
 		if s := k.ring.Reserve(1); len(s) == 1 {
 			m := &s[0]
-			m.arrive, m.epoch, m.lane, m.v = c+k.delay, epoch, k.lane, *v
+			m.arrive, m.epoch, m.lane, m.v = c+uint64(k.delay), epoch, k.lane, *v
 			k.ring.Commit(1)
 			ok = true
 		}
 	default:
-		ok = k.flane.TryPush(c+k.delay, lmsg[T]{epoch: epoch, lane: k.lane, v: *v})
+		ok = k.flane.TryPush(c+uint64(k.delay), lmsg[T]{epoch: epoch, lane: k.lane, v: *v})
 	}
 	if !ok {
 		k.out.u.sim.overflow(k.out.u, k.name, c)
@@ -221,10 +223,10 @@ func (k *conn[T]) full(c uint64) bool {
 // record counts one push in producer cycle c in the producer's ledger.
 func (k *conn[T]) record(c uint64) {
 	if k.pushCycle != c {
-		k.pushesPrev = k.pushes
-		k.pushCycle = c
+		k.pushCycle, k.cyclePushes = c, 0
 	}
 	k.pushes++
+	k.cyclePushes++
 }
 
 // publish publishes the push count, after the message, when cross.
@@ -250,7 +252,7 @@ func (k *conn[T]) pushed() uint64 {
 // messages sent in earlier cycles, plus those sent this cycle on a
 // zero-delay edge (whose sender has already ticked).
 func (k *conn[T]) limit(c uint64) uint64 {
-	if d := k.cut.d; d != 0 { // the receiver's copy of the delay
+	if d := uint64(k.cut.d); d != 0 { // the receiver's copy of the delay
 		return c + d - 1
 	}
 	return c

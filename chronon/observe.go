@@ -84,24 +84,30 @@ func (o *observer) observe(s *Simulation, c uint64) {
 	o.schedule()
 }
 
-// dump writes the interval ending before cycle c.
-func (d *counterDump) dump(s *Simulation, c uint64) {
-	if !d.head {
-		d.head = true
-		d.row = append(d.row[:0], "from_cycle", "to_cycle")
-		for _, u := range s.units {
-			for _, k := range u.ctrs {
-				d.row = append(d.row, u.name+"."+k.name)
-				d.ctrs = append(d.ctrs, k.c)
-			}
-		}
-		for _, x := range s.derived {
-			d.row = append(d.row, x.name)
-		}
-		_ = d.w.Write(d.row) // an error sticks in the writer; Close reports it
-		d.last = make([]uint64, len(d.ctrs))
-		d.delta = make([]float64, len(d.ctrs))
+// header writes the CSV header row and sizes the per-counter state, once.
+func (d *counterDump) header(s *Simulation) {
+	if d.head {
+		return
 	}
+	d.head = true
+	d.row = append(d.row[:0], "from_cycle", "to_cycle")
+	for _, u := range s.units {
+		for _, k := range u.ctrs {
+			d.row = append(d.row, u.name+"."+k.name)
+			d.ctrs = append(d.ctrs, k.c)
+		}
+	}
+	for _, x := range s.derived {
+		d.row = append(d.row, x.name)
+	}
+	_ = d.w.Write(d.row) // an error sticks in the writer; Close reports it
+	d.last = make([]uint64, len(d.ctrs))
+	d.delta = make([]float64, len(d.ctrs))
+}
+
+// dump writes the interval [d.from, c), which must not be empty.
+func (d *counterDump) dump(s *Simulation, c uint64) {
+	d.header(s)
 	d.row = append(d.row[:0], strconv.FormatUint(d.from, 10), strconv.FormatUint(c-1, 10))
 	for i, k := range d.ctrs {
 		d.row = append(d.row, strconv.FormatUint(k.n-d.last[i], 10))
@@ -140,9 +146,10 @@ func (s *Simulation) Close() (err error) {
 	panicked := errors.As(s.fault, &ue)
 	o := &s.obs
 	if d := o.ctr; d != nil {
-		if !panicked && (s.cycle > d.from || !d.head) {
+		if !panicked && s.cycle > d.from {
 			d.dump(s, s.cycle)
 		}
+		d.header(s) // a run closed before its first cycle still gets one
 		d.w.Flush()
 		if err := d.w.Error(); err != nil && first == nil {
 			first = fmt.Errorf("chronon: counters: %w", err)

@@ -33,6 +33,14 @@ func Capacity(n int) Option { return func(c *connConfig) { c.capacity = n } }
 // producer cycle. The default is 1; Unlimited removes the limit.
 func Rate(n int) Option { return func(c *connConfig) { c.rate = n } }
 
+// MaxDelay and MaxRate bound Delay and Rate: a connection keeps both in 32
+// bits, and no model needs a wire of 16 million cycles, or a rate beyond any
+// lane's depth.
+const (
+	MaxDelay = 1 << 24
+	MaxRate  = 1 << 24
+)
+
 // UnboundedDepth is the physical lane depth of a connection without a
 // capacity. Exceeding it is reported as ErrOverflow.
 const UnboundedDepth = 4096
@@ -47,6 +55,10 @@ func (c connConfig) validate() error {
 		return topoErr("rate %d is negative (use 0 for unlimited)", c.rate)
 	case c.capacity > 1<<24:
 		return topoErr("capacity %d exceeds %d", c.capacity, 1<<24)
+	case c.delay > MaxDelay:
+		return topoErr("delay %d exceeds %d", c.delay, MaxDelay)
+	case c.rate > MaxRate:
+		return topoErr("rate %d exceeds %d (use 0 for unlimited)", c.rate, MaxRate)
 	}
 	return nil
 }

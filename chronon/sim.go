@@ -135,17 +135,17 @@ func connect[T any](out *OutPort[T], in *InPort[T], cfg connConfig) (*edge, erro
 	name := out.Name() + " -> " + in.Name()
 	k := &conn[T]{
 		id: uint64(len(s.edges)), name: name, out: out, in: in,
-		delay: uint64(cfg.delay), capacity: uint64(cfg.capacity), rate: uint64(cfg.rate),
+		delay: uint32(cfg.delay), capacity: uint32(cfg.capacity), rate: uint32(cfg.rate),
 		dff:       cfg.delay == 1 && cfg.capacity == 1 && cfg.rate == 1,
 		lane:      uint32(len(in.conns)),
-		pushCycle: none, popCycle: none, cut: cut{log: &noCancels, d: uint64(cfg.delay)}, lim: none,
+		pushCycle: none, popCycle: none, cut: cut{log: &noCancels, d: uint32(cfg.delay)}, lim: none,
 	}
 	if k.capacity == 0 {
 		k.lim = UnboundedDepth // full's first check (see conn.full)
 	}
 	out.conns = append(out.conns, k)
 	in.conns = append(in.conns, k)
-	e := &edge{id: k.id, from: out.u, to: in.u, name: name, delay: k.delay, src: cfg.src}
+	e := &edge{id: k.id, from: out.u, to: in.u, name: name, delay: uint64(k.delay), src: cfg.src}
 	s.edges = append(s.edges, e)
 	return e, nil
 }

@@ -115,6 +115,8 @@ func TestParseTopologyErrors(t *testing.T) {
 		{"unknown input", units + "connections:\n  - from: g.out\n    to: [a.in, a.inn]\n", `t.yaml:6: unit "a" has no input port "inn" (inputs: in)`},
 		{"type mismatch", units + "connections:\n  - {from: g.Wide, to: a.in}\n", "t.yaml:5: invalid topology: cannot connect g.Wide (string) to a.in (int): message types differ"},
 		{"negative delay", units + "connections:\n  - {from: g.out, to: a.in, delay: -1}\n", "t.yaml:5: invalid topology: delay -1 is negative"},
+		{"long delay", units + "connections:\n  - {from: g.out, to: a.in, delay: 16777217}\n", "t.yaml:5: invalid topology: delay 16777217 exceeds 16777216"},
+		{"high rate", units + "connections:\n  - {from: g.out, to: a.in, rate: 16777217}\n", "t.yaml:5: invalid topology: rate 16777217 exceeds 16777216 (use 0 for unlimited)"},
 		{"bad rate", units + "connections:\n  - {from: g.out, to: a.in, rate: fast}\n", "t.yaml:5: cannot unmarshal !!str `fast` into int"},
 		{"unknown key", units + "connections:\n  - {from: g.out, to: a.in, latency: 3}\n", `t.yaml:5: unknown connection key "latency"`},
 		{"missing to", units + "connections:\n  - {from: g.out}\n", "t.yaml:5: connection needs from and to"},

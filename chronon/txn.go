@@ -125,9 +125,9 @@ func (k *conn[T]) admitsN(c, n uint64) bool {
 	if k.rate != 0 {
 		used := uint64(0)
 		if k.pushCycle == c {
-			used = k.pushes - k.pushesPrev
+			used = uint64(k.cyclePushes)
 		}
-		if used+n > k.rate {
+		if used+n > uint64(k.rate) {
 			return false
 		}
 	}
@@ -139,11 +139,11 @@ func (k *conn[T]) admitsN(c, n uint64) bool {
 	if k.dff {
 		before := k.pushes
 		if k.pushCycle == c {
-			before = k.pushesPrev
+			before -= uint64(k.cyclePushes)
 		}
 		if before > cr {
 			occ--
 		}
 	}
-	return occ+n <= k.capacity
+	return occ+n <= uint64(k.capacity)
 }

@@ -18,25 +18,25 @@ func TestAdmitsNIsRepeatedAdmits(t *testing.T) {
 	}
 	const c = 100
 	for range 20000 {
-		k := &conn[uint64]{capacity: next(5), rate: next(4), pushCycle: none, popCycle: none}
+		k := &conn[uint64]{capacity: uint32(next(5)), rate: uint32(next(4)), pushCycle: none, popCycle: none}
 		if next(4) == 0 {
 			k.capacity, k.rate, k.dff = 1, 1, true
 		}
 		k.pushes = next(12)
 		if next(2) == 0 && k.pushes > 0 {
 			k.pushCycle = c
-			k.pushesPrev = k.pushes - next(min(k.pushes, 3)+1)
+			k.cyclePushes = uint32(next(min(k.pushes, 3) + 1))
 		} else if k.pushes > 0 {
 			k.pushCycle = c - 1 - next(3)
 		}
 		k.pops = next(k.pushes + 1)
 		if next(2) == 0 {
 			k.popCycle = c
-			k.popsPrev = k.pops - next(k.pops+1)
+			k.cyclePops = uint32(next(k.pops + 1))
 		}
 		for n := range uint64(6) {
-			sim := &conn[uint64]{capacity: k.capacity, rate: k.rate, dff: k.dff, pushes: k.pushes, pushesPrev: k.pushesPrev,
-				pushCycle: k.pushCycle, pops: k.pops, popsPrev: k.popsPrev, popCycle: k.popCycle}
+			sim := &conn[uint64]{capacity: k.capacity, rate: k.rate, dff: k.dff, pushes: k.pushes, cyclePushes: k.cyclePushes,
+				pushCycle: k.pushCycle, pops: k.pops, cyclePops: k.cyclePops, popCycle: k.popCycle}
 			want := true
 			for range n {
 				if !sim.admits(c) {
@@ -45,8 +45,8 @@ func TestAdmitsNIsRepeatedAdmits(t *testing.T) {
 				}
 				sim.record(c)
 			}
-			require.Equal(t, want, k.admitsN(c, n), "capacity %d rate %d dff %v pushes %d (%d before cycle %d) pops %d (%d before cycle %d), n=%d",
-				k.capacity, k.rate, k.dff, k.pushes, k.pushesPrev, k.pushCycle, k.pops, k.popsPrev, k.popCycle, n)
+			require.Equal(t, want, k.admitsN(c, n), "capacity %d rate %d dff %v pushes %d (%d in cycle %d) pops %d (%d in cycle %d), n=%d",
+				k.capacity, k.rate, k.dff, k.pushes, k.cyclePushes, k.pushCycle, k.pops, k.cyclePops, k.popCycle, n)
 		}
 	}
 }

@@ -170,15 +170,14 @@ func (s *Simulation) setParallel(clusterOf []int) {
 func (p *InPort[T]) setParallel(workerOf []int) {
 	for _, k := range p.conns {
 		k.cross = workerOf != nil && workerOf[k.out.u.index] != workerOf[p.u.index]
-		k.shared = k.cross
 		k.pubPushes.Store(k.pushes)
-		if !k.shared {
+		if !k.cross {
 			continue
 		}
 		if k.pub == nil {
 			k.pub = new(ledger)
 		}
-		k.pub.prev.Store(k.popsPrev)
+		k.pub.prev.Store(k.pops - uint64(k.cyclePops))
 		k.pub.cycle.Store(k.popCycle)
 		k.pub.pops.Store(k.pops)
 	}

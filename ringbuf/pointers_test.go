@@ -38,7 +38,7 @@ func TestSPSCClearsOnlyPointerSlots(t *testing.T) {
 	flat, _ := NewSPSC[uint64](4)
 	flat.TryPushN([]uint64{1, 2, 3})
 	flat.TryPop()
-	assert.Equal(t, uint64(1), flat.buf[0], "pointer-free slots are left as they are")
+	assert.Equal(t, uint64(1), flat.cbuf[0], "pointer-free slots are left as they are")
 
 	r, _ := NewSPSC[*int](4)
 	v := new(int)
@@ -51,5 +51,5 @@ func TestSPSCClearsOnlyPointerSlots(t *testing.T) {
 	assert.Equal(t, 2, r.TryPopN(dst), "a pop that wraps")
 	r.Peek()
 	r.Advance(1)
-	assert.Equal(t, []*int{nil, nil, nil, nil}, r.buf)
+	assert.Equal(t, []*int{nil, nil, nil, nil}, r.cbuf)
 }

@@ -15,25 +15,28 @@ import (
 //
 // The zero value is not usable; create rings with NewSPSC.
 type SPSC[T any] struct {
-	// Read-only after construction, shared by both sides.
-	buf      []T
-	mask     uint64
-	pointers bool // T holds pointers: consumed slots are cleared
-	_        [cacheLinePad - 40]byte
-
 	// Consumer-written line: head is the next ticket to read; cachedTail
-	// is the consumer's private, possibly stale, copy of tail.
+	// is the consumer's private, possibly stale, copy of tail. The line
+	// also holds the consumer's copy of the ring's shape (read-only after
+	// construction), so a pop touches no header line but this one, and the
+	// producer's only when the cached tail runs out.
 	head       atomic.Uint64
 	cachedTail uint64
 	peeked     uint64 // slots handed out by PeekN and not yet Advanced
-	_          [cacheLinePad - 24]byte
+	cbuf       []T
+	cmask      uint64
+	pointers   bool // T holds pointers: consumed slots are cleared
+	_          [cacheLinePad - 57]byte
 
 	// Producer-written line: tail is the next ticket to write; cachedHead
-	// is the producer's private, possibly stale, copy of head.
+	// is the producer's private, possibly stale, copy of head; and the
+	// producer's copy of the shape.
 	tail       atomic.Uint64
 	cachedHead uint64
 	reserved   uint64 // slots handed out by Reserve and not yet Committed
-	_          [cacheLinePad - 24]byte
+	pbuf       []T
+	pmask      uint64
+	_          [cacheLinePad - 56]byte
 }
 
 // NewSPSC returns an empty ring with room for capacity elements, rounded up
@@ -44,7 +47,8 @@ func NewSPSC[T any](capacity int) (*SPSC[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SPSC[T]{buf: make([]T, c), mask: c - 1, pointers: hasPointers[T]()}, nil
+	buf := make([]T, c)
+	return &SPSC[T]{cbuf: buf, cmask: c - 1, pointers: hasPointers[T](), pbuf: buf, pmask: c - 1}, nil
 }
 
 // setTickets moves an empty ring's head and tail to start; tests use it to
@@ -56,7 +60,7 @@ func (r *SPSC[T]) setTickets(start uint64) {
 }
 
 // Cap returns the number of slots.
-func (r *SPSC[T]) Cap() int { return len(r.buf) }
+func (r *SPSC[T]) Cap() int { return len(r.pbuf) }
 
 // Len returns the number of published, unconsumed elements. Called by a
 // third goroutine it is a snapshot that may be stale by the time it returns.
@@ -64,7 +68,7 @@ func (r *SPSC[T]) Len() int {
 	h := r.head.Load()
 	t := r.tail.Load()
 	n := t - h // modulo 2^64; a concurrent pop may make h newer than t
-	if n > uint64(len(r.buf)) {
+	if n > uint64(len(r.pbuf)) {
 		return 0
 	}
 	return int(n)
@@ -85,7 +89,7 @@ func (r *SPSC[T]) Tail() uint64 { return r.tail.Load() }
 // free returns how many slots the producer may write at ticket t, reloading
 // head only when the cached copy says fewer than want are free.
 func (r *SPSC[T]) free(t uint64, want uint64) uint64 {
-	size := uint64(len(r.buf))
+	size := uint64(len(r.pbuf))
 	f := size - (t - r.cachedHead)
 	if f < want {
 		// Acquire: this load observes the consumer's release of head, so
@@ -101,14 +105,14 @@ func (r *SPSC[T]) free(t uint64, want uint64) uint64 {
 // The fast path is small enough to inline into the caller; keep it so.
 func (r *SPSC[T]) TryPush(v T) bool {
 	t := r.tail.Load() // own field: never written by anyone else
-	if t-r.cachedHead >= uint64(len(r.buf)) {
+	if t-r.cachedHead >= uint64(len(r.pbuf)) {
 		// Acquire: see free.
 		r.cachedHead = r.head.Load()
-		if t-r.cachedHead >= uint64(len(r.buf)) {
+		if t-r.cachedHead >= uint64(len(r.pbuf)) {
 			return false
 		}
 	}
-	r.buf[t&r.mask] = v
+	r.pbuf[t&r.pmask] = v
 	// release: publishes the slot write above
 	if plainRelease {
 		*(*uint64)(unsafe.Pointer(&r.tail)) = t + 1 // storeRelease, spelled out (see release.go)
@@ -127,9 +131,9 @@ func (r *SPSC[T]) TryPushN(src []T) int {
 	if n == 0 {
 		return 0
 	}
-	i := t & r.mask
-	k := copy(r.buf[i:], src[:n])
-	copy(r.buf, src[k:n])
+	i := t & r.pmask
+	k := copy(r.pbuf[i:], src[:n])
+	copy(r.pbuf, src[k:n])
 	storeRelease(&r.tail, t+n)
 	return int(n)
 }
@@ -145,10 +149,10 @@ func (r *SPSC[T]) Reserve(n int) []T {
 		return nil
 	}
 	t := r.tail.Load()
-	i := t & r.mask
-	k := min(uint64(n), r.free(t, uint64(n)), uint64(len(r.buf))-i)
+	i := t & r.pmask
+	k := min(uint64(n), r.free(t, uint64(n)), uint64(len(r.pbuf))-i)
 	r.reserved = k
-	return r.buf[i : i+k : i+k]
+	return r.pbuf[i : i+k : i+k]
 }
 
 // Commit publishes the first k slots of the last reservation. Committing more
@@ -193,7 +197,7 @@ func (r *SPSC[T]) TryPop() (v T, ok bool) {
 			return v, false
 		}
 	}
-	s := &r.buf[h&r.mask]
+	s := &r.cbuf[h&r.cmask]
 	v = *s
 	if r.pointers {
 		var zero T
@@ -216,13 +220,13 @@ func (r *SPSC[T]) TryPopN(dst []T) int {
 	if n == 0 {
 		return 0
 	}
-	i := h & r.mask
-	k := copy(dst[:n], r.buf[i:])
+	i := h & r.cmask
+	k := copy(dst[:n], r.cbuf[i:])
 	rest := n - uint64(k)
-	copy(dst[k:n], r.buf[:rest])
+	copy(dst[k:n], r.cbuf[:rest])
 	if r.pointers {
-		clear(r.buf[i : i+uint64(k)])
-		clear(r.buf[:rest])
+		clear(r.cbuf[i : i+uint64(k)])
+		clear(r.cbuf[:rest])
 	}
 	storeRelease(&r.head, h+n)
 	return int(n)
@@ -236,7 +240,7 @@ func (r *SPSC[T]) Peek() *T {
 		return nil
 	}
 	r.peeked = 1
-	return &r.buf[h&r.mask]
+	return &r.cbuf[h&r.cmask]
 }
 
 // PeekN returns up to n of the oldest elements in place, as one contiguous
@@ -247,10 +251,10 @@ func (r *SPSC[T]) PeekN(n int) []T {
 		return nil
 	}
 	h := r.head.Load()
-	i := h & r.mask
-	k := min(uint64(n), r.avail(h, uint64(n)), uint64(len(r.buf))-i)
+	i := h & r.cmask
+	k := min(uint64(n), r.avail(h, uint64(n)), uint64(len(r.cbuf))-i)
 	r.peeked = k
-	return r.buf[i : i+k : i+k]
+	return r.cbuf[i : i+k : i+k]
 }
 
 // Advance consumes the k oldest elements, which the consumer has read in
@@ -265,9 +269,9 @@ func (r *SPSC[T]) Advance(k int) {
 		return
 	}
 	h := r.head.Load()
-	i := h & r.mask
+	i := h & r.cmask
 	if r.pointers {
-		clear(r.buf[i : i+uint64(k)]) // peeked runs never wrap
+		clear(r.cbuf[i : i+uint64(k)]) // peeked runs never wrap
 	}
 	if plainRelease {
 		*(*uint64)(unsafe.Pointer(&r.head)) = h + uint64(k) // storeRelease (see release.go)

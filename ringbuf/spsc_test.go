@@ -22,24 +22,22 @@ func TestNewSPSCCapacity(t *testing.T) {
 	}
 }
 
-// TestSPSCLayout proves that the consumer-written and producer-written fields
-// sit in different cache-line-pad regions, away from the shared read-only
-// fields and from whatever the allocator places after the ring.
+// TestSPSCLayout proves that the consumer-written and producer-written fields,
+// each with its side's copy of the ring's shape, sit in one cache line each,
+// a full pad apart and a full pad from whatever the allocator places after
+// the ring; the header is two pads, a size class whose objects the allocator
+// aligns to it, so nothing else shares the consumer's pad either.
 func TestSPSCLayout(t *testing.T) {
 	var r SPSC[[3]uint64]
-	shared := unsafe.Offsetof(r.pointers) + unsafe.Sizeof(r.pointers)
-	head := unsafe.Offsetof(r.head)
-	consEnd := unsafe.Offsetof(r.peeked) + unsafe.Sizeof(r.peeked)
+	consEnd := unsafe.Offsetof(r.pointers) + unsafe.Sizeof(r.pointers)
 	tail := unsafe.Offsetof(r.tail)
-	prodEnd := unsafe.Offsetof(r.reserved) + unsafe.Sizeof(r.reserved)
+	prodEnd := unsafe.Offsetof(r.pmask) + unsafe.Sizeof(r.pmask)
 
-	assert.GreaterOrEqual(t, head, uintptr(cacheLinePad), "consumer line starts a pad after the struct start")
-	assert.GreaterOrEqual(t, head-shared, uintptr(cacheLinePad-40), "shared fields are padded away from head")
-	assert.Less(t, unsafe.Offsetof(r.cachedTail), tail)
-	assert.GreaterOrEqual(t, tail-head, uintptr(cacheLinePad), "head and tail are a full pad apart")
-	assert.GreaterOrEqual(t, tail-consEnd, uintptr(cacheLinePad-24))
-	assert.GreaterOrEqual(t, unsafe.Sizeof(r)-tail, uintptr(cacheLinePad), "tail is padded from the next object")
-	assert.Less(t, prodEnd, unsafe.Sizeof(r))
+	assert.Zero(t, unsafe.Offsetof(r.head))
+	assert.LessOrEqual(t, consEnd, uintptr(64), "the consumer's fields fit one line")
+	assert.GreaterOrEqual(t, tail, uintptr(cacheLinePad), "head and tail are a full pad apart")
+	assert.LessOrEqual(t, prodEnd-tail, uintptr(64), "the producer's fields fit one line")
+	assert.Equal(t, uintptr(2*cacheLinePad), unsafe.Sizeof(r), "tail is padded from the next object")
 }
 
 func TestSPSCBasic(t *testing.T) {
@@ -119,7 +117,7 @@ func TestSPSCClearsConsumedSlots(t *testing.T) {
 	r.TryPop()
 	r.Peek()
 	r.Advance(1)
-	assert.Equal(t, []*int{nil, nil}, r.buf, "consumed slots must not pin their values")
+	assert.Equal(t, []*int{nil, nil}, r.cbuf, "consumed slots must not pin their values")
 }
 
 // TestSPSCTicketWrap runs pushes and pops across the 2^32 and 2^64 ticket
