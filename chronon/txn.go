@@ -12,6 +12,10 @@ package chronon
 // would. Within one cycle that snapshot does not move, so a transaction's
 // outcome never depends on which unit ticked first, in any engine.
 //
+// A port takes part in one transaction at a time: its reserved messages
+// are kept on the port, so two open transactions of one unit must not
+// reserve on the same port.
+//
 // The zero value is ready. A transaction belongs to one unit; reserve and
 // commit within one Tick (Commit re-checks, so a transaction carried into a
 // later cycle is decided by that cycle's snapshot). Reserving and committing
