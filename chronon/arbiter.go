@@ -1,6 +1,9 @@
 package chronon
 
-import "math/bits"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // Arbiter grants one of up to 64 requesters per call. A fixed-priority
 // arbiter grants the lowest-numbered requester; a round-robin arbiter
@@ -15,17 +18,17 @@ type Arbiter struct {
 }
 
 // NewFixedArbiter returns a fixed-priority arbiter of n requesters (1 to 64).
-func NewFixedArbiter(n int) *Arbiter { return newArbiter(n, false) }
+func NewFixedArbiter(n int) (*Arbiter, error) { return newArbiter(n, false) }
 
 // NewRoundRobinArbiter returns a round-robin arbiter of n requesters (1 to
 // 64), starting with requester 0.
-func NewRoundRobinArbiter(n int) *Arbiter { return newArbiter(n, true) }
+func NewRoundRobinArbiter(n int) (*Arbiter, error) { return newArbiter(n, true) }
 
-func newArbiter(n int, rr bool) *Arbiter {
+func newArbiter(n int, rr bool) (*Arbiter, error) {
 	if n < 1 || n > 64 {
-		panic("chronon: an arbiter has 1 to 64 requesters")
+		return nil, fmt.Errorf("%w: an arbiter has 1 to 64 requesters, not %d", ErrTopology, n)
 	}
-	return &Arbiter{n: n, rr: rr}
+	return &Arbiter{n: n, rr: rr}, nil
 }
 
 // Grant returns the requester granted among the bits of req (bits from n

@@ -7,7 +7,8 @@ import (
 )
 
 func ExampleArbiter() {
-	fixed, rr := chronon.NewFixedArbiter(4), chronon.NewRoundRobinArbiter(4)
+	fixed, _ := chronon.NewFixedArbiter(4)
+	rr, _ := chronon.NewRoundRobinArbiter(4)
 	req := uint64(0b1011) // requesters 0, 1 and 3
 	for range 4 {
 		fmt.Print(fixed.Grant(req), rr.Grant(req), " ")

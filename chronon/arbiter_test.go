@@ -13,7 +13,10 @@ import (
 // requesters from the one with the highest priority, on random requests.
 func TestArbiterAgainstScan(t *testing.T) {
 	for _, n := range []int{1, 3, 7, 63, 64} {
-		fixed, rr := chronon.NewFixedArbiter(n), chronon.NewRoundRobinArbiter(n)
+		fixed, err := chronon.NewFixedArbiter(n)
+		require.NoError(t, err)
+		rr, err := chronon.NewRoundRobinArbiter(n)
+		require.NoError(t, err)
 		next := 0
 		r := uint64(n)
 		for range 3000 {
@@ -40,7 +43,8 @@ func TestArbiterAgainstScan(t *testing.T) {
 
 // TestRoundRobinIsFair: requesters that always request are served in turn.
 func TestRoundRobinIsFair(t *testing.T) {
-	a := chronon.NewRoundRobinArbiter(5)
+	a, err := chronon.NewRoundRobinArbiter(5)
+	require.NoError(t, err)
 	var got []int
 	for range 7 {
 		got = append(got, a.Grant(0b11011))
@@ -50,4 +54,13 @@ func TestRoundRobinIsFair(t *testing.T) {
 	assert.Equal(t, 4, a.Grant(0b11111))
 	assert.Equal(t, -1, a.Grant(0))
 	assert.Equal(t, 0, a.Next(), "no grant, no move")
+}
+
+func TestArbiterSize(t *testing.T) {
+	for _, n := range []int{0, -1, 65} {
+		_, err := chronon.NewFixedArbiter(n)
+		assert.ErrorIs(t, err, chronon.ErrTopology, "n=%d", n)
+		_, err = chronon.NewRoundRobinArbiter(n)
+		assert.ErrorContains(t, err, "an arbiter has 1 to 64 requesters", "n=%d", n)
+	}
 }

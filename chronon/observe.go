@@ -23,6 +23,7 @@ type observer struct {
 
 	ctr *counterDump
 	tr  *tracer
+	lg  *simLog
 }
 
 // counterDump writes counter intervals as CSV.
@@ -60,6 +61,9 @@ func (o *observer) schedule() {
 	if o.tr != nil {
 		o.next = min(o.next, o.tr.next)
 	}
+	if o.lg != nil {
+		o.next = min(o.next, o.lg.next)
+	}
 }
 
 // observe runs the observers due at cycle c: every cycle before c has run,
@@ -72,6 +76,10 @@ func (o *observer) observe(s *Simulation, c uint64) {
 	if t := o.tr; t != nil && t.next == c {
 		t.flush(s)
 		t.next = c + traceInterval
+	}
+	if g := o.lg; g != nil && g.next == c {
+		g.flush(s)
+		g.next = c + traceInterval
 	}
 	o.schedule()
 }
@@ -159,6 +167,14 @@ func (s *Simulation) Close() (err error) {
 			first = fmt.Errorf("chronon: trace: %w", err)
 		}
 		o.tr = nil
+	}
+	if g := s.lg; g != nil {
+		if panicked {
+			if u, ok := s.byName[ue.Unit]; ok {
+				g.cut(s, ue.Cycle, u.pos)
+			}
+		}
+		g.flush(s)
 	}
 	o.schedule()
 	return first

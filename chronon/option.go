@@ -1,5 +1,7 @@
 package chronon
 
+import "log/slog"
+
 // Unlimited, passed to Capacity or Rate, removes that limit.
 const Unlimited = 0
 
@@ -66,6 +68,8 @@ type SimOption func(*simConfig)
 
 type simConfig struct {
 	broadcast bool
+	logger    *slog.Logger // see WithLogger
+	logFilter LogFilter
 }
 
 func defaultSimConfig() simConfig { return simConfig{broadcast: true} }

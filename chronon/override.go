@@ -85,8 +85,11 @@ func (l *loader) override(name string, ut *unitType, params *yaml.Node) (*yaml.N
 			}
 			return nil, &OverrideError{o, fmt.Errorf("value %q does not fit %s (%v): %v", o.Value, o.Param, f.Type, err)}
 		}
-		if params == nil || params.Kind != yaml.MappingNode {
+		if params == nil {
 			params = &yaml.Node{Kind: yaml.MappingNode}
+		}
+		if params.Kind != yaml.MappingNode {
+			return nil, at(params, "unit %q: params must be a mapping", name)
 		}
 		replaced := false
 		for j := 0; j < len(params.Content); j += 2 {

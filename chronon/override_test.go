@@ -66,6 +66,9 @@ func TestParamOverrideErrors(t *testing.T) {
 		require.True(t, errors.As(err, &oe), tc.p)
 		assert.Equal(t, tc.p, oe.Override.String())
 	}
+	scalar := strings.Replace(overrideYAML, "params: {count: 2}", "params: 2", 1)
+	_, _, err := chronon.Parse("o.yaml", []byte(scalar), reg, override(t, "g.count=1")...)
+	assert.EqualError(t, err, `o.yaml:3: unit "g": params must be a mapping`, "an override does not hide bad params")
 	for _, bad := range []string{"count=1", "g.=1", ".count=1", "g.count"} {
 		_, err := chronon.ParseParamOverride(bad)
 		assert.ErrorIs(t, err, chronon.ErrTopology, bad)
@@ -123,5 +126,32 @@ func TestBus(t *testing.T) {
 			continue
 		}
 		assert.ErrorContains(t, err, "b.yaml:9: "+tc.want, tc.from)
+	}
+}
+
+// TestBusDeterminism: what the bus's receivers get is the same
+// sequentially and with 1 to 8 workers.
+func TestBusDeterminism(t *testing.T) {
+	run := func(workers int) map[string][]int {
+		reg, sinks := testRegistry()
+		s, _, err := chronon.Parse("b.yaml", []byte(strings.Replace(busYAML, "count: 2", "count: 500", -1)), reg)
+		require.NoError(t, err)
+		s.SetParallelThreshold(0)
+		require.NoError(t, s.SetWorkers(workers))
+		if workers > 1 {
+			used, _ := s.Engine()
+			require.Greater(t, used, 1)
+		}
+		require.NoError(t, s.Run(3000))
+		out := map[string][]int{}
+		for n, k := range sinks {
+			out[n] = k.got
+		}
+		return out
+	}
+	want := run(1)
+	require.Len(t, want["a"], 1500)
+	for _, w := range []int{1, 2, 3, 4, 8} {
+		require.Equal(t, want, run(w), "%d workers", w)
 	}
 }

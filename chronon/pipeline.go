@@ -1,5 +1,7 @@
 package chronon
 
+import "fmt"
+
 // Pipeline is a chain of StageRegisters, stage 0 first: Push latches into
 // stage 0, Step advances every value whose next stage is free (or frees
 // itself in the same step), and the last stage is the output, read with
@@ -11,9 +13,12 @@ type Pipeline[T any] struct {
 	regs []StageRegister[T]
 }
 
-// NewPipeline returns a pipeline of n stages (at least 1).
-func NewPipeline[T any](n int) *Pipeline[T] {
-	return &Pipeline[T]{regs: make([]StageRegister[T], max(n, 1))}
+// NewPipeline returns a pipeline of n stages; n must be at least 1.
+func NewPipeline[T any](n int) (*Pipeline[T], error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: a pipeline has at least 1 stage, not %d", ErrTopology, n)
+	}
+	return &Pipeline[T]{regs: make([]StageRegister[T], n)}, nil
 }
 
 // Len returns the number of stages.

@@ -7,7 +7,11 @@ import (
 )
 
 func ExamplePipeline() {
-	p := chronon.NewPipeline[int](3)
+	p, err := chronon.NewPipeline[int](3)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	for step := range 6 {
 		// Value v reaches the output after two steps and would leave at
 		// step v+3; the output is blocked at step 3, so the full pipeline

@@ -13,7 +13,8 @@ import (
 // reaches the output n-1 steps after its push, one per step.
 func TestPipelineLatencyAndThroughput(t *testing.T) {
 	for n := 1; n <= 5; n++ {
-		p := chronon.NewPipeline[int](n)
+		p, err := chronon.NewPipeline[int](n)
+		require.NoError(t, err)
 		var out []int
 		for step := range 20 {
 			if v, ok := p.Out().Take(); ok {
@@ -33,7 +34,8 @@ func TestPipelineLatencyAndThroughput(t *testing.T) {
 // behind it only once the stages between are full.
 func TestPipelineStallsAndFlushes(t *testing.T) {
 	const n = 4
-	p := chronon.NewPipeline[uint64](n)
+	p, err := chronon.NewPipeline[uint64](n)
+	require.NoError(t, err)
 	var next, last uint64
 	flushed := map[uint64]bool{}
 	pending := map[uint64]bool{}
@@ -74,4 +76,10 @@ func TestPipelineStallsAndFlushes(t *testing.T) {
 		require.Len(t, pending, p.Occupied())
 	}
 	assert.NotEmpty(t, flushed)
+}
+
+func TestPipelineSize(t *testing.T) {
+	_, err := chronon.NewPipeline[int](0)
+	assert.ErrorIs(t, err, chronon.ErrTopology)
+	assert.ErrorContains(t, err, "at least 1 stage, not 0")
 }

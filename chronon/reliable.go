@@ -10,7 +10,8 @@ package chronon
 // re-offered at most once per cycle, so Stalls counts the cycles in which a
 // held message was refused. The decisions are Send's, from the cycle-start
 // admission snapshot, so they are the same in every engine. Only the owning
-// unit's Tick may call its methods.
+// unit's Tick may call its methods, and only they may send on it: a
+// PortTransaction reserving on it would bypass the retry slot's order.
 type ReliableSender[T any] struct {
 	p      OutPort[T]
 	held   T

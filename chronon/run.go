@@ -2,7 +2,6 @@ package chronon
 
 import (
 	"fmt"
-	"log/slog"
 	"time"
 )
 
@@ -160,7 +159,7 @@ func (s *Simulation) calibrate(n uint64) uint64 {
 	if per < s.threshold {
 		s.eng, s.seqReason = nil, fmt.Sprintf("a cycle takes %v sequentially, under the %v parallel threshold", per, s.threshold)
 		s.setParallel(nil)
-		slog.Info("chronon: running sequentially", "workers", s.workers, "reason", s.seqReason)
+		s.info("chronon: running sequentially", "workers", s.workers, "reason", s.seqReason)
 		return n - ran
 	}
 	cost := make([]time.Duration, len(s.units))

@@ -42,6 +42,7 @@ type Simulation struct {
 	obs     observer
 	cfg     simConfig
 	derived []*derived // see DeriveCounter
+	lg      *simLog    // the units' log; nil without WithLogger
 }
 
 // edge is the untyped record of a connection, for validation and planning.
@@ -66,7 +67,13 @@ func New(opts ...SimOption) *Simulation {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Simulation{byName: make(map[string]*unitState), obs: observer{next: none}, threshold: DefaultParallelThreshold, cfg: cfg}
+	s := &Simulation{byName: make(map[string]*unitState), obs: observer{next: none}, threshold: DefaultParallelThreshold, cfg: cfg}
+	if cfg.logger != nil {
+		s.lg = newSimLog(cfg.logger, cfg.logFilter)
+		s.obs.lg = s.lg
+		s.obs.schedule()
+	}
+	return s
 }
 
 // Add adds u under name, a dot-separated path such as "core0.alu[2]" (see
@@ -170,6 +177,9 @@ func (s *Simulation) Build() (err error) {
 		if err := in.build(); err != nil {
 			return fmt.Errorf("build %s: %w", in.fullName(), err)
 		}
+	}
+	if s.lg != nil {
+		s.lg.prepare(s.units)
 	}
 	defer s.recoverUnit(&err)
 	for _, u := range s.order {

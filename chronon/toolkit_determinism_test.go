@@ -77,11 +77,17 @@ func TestPipelineHelpersDeterminism(t *testing.T) {
 				s := chronon.New()
 				var us [5]*lsu
 				for i := range us {
-					arb := chronon.NewFixedArbiter(3)
+					newArb := chronon.NewFixedArbiter
 					if i%2 == 1 {
-						arb = chronon.NewRoundRobinArbiter(3)
+						newArb = chronon.NewRoundRobinArbiter
 					}
-					us[i] = &lsu{arb: arb, pipe: chronon.NewPipeline[uint64](1 + i%3), last: chronon.NewVersionedRegister[uint64](4, 0), seed: mix(seed + uint64(i))}
+					arb, err := newArb(3)
+					require.NoError(t, err)
+					pipe, err := chronon.NewPipeline[uint64](1 + i%3)
+					require.NoError(t, err)
+					last, err := chronon.NewVersionedRegister[uint64](4, 0)
+					require.NoError(t, err)
+					us[i] = &lsu{arb: arb, pipe: pipe, last: last, seed: mix(seed + uint64(i))}
 					require.NoError(t, s.Add(fmtName("lsu", i), us[i]))
 				}
 				var src [3]*dispatcher

@@ -58,7 +58,7 @@ func Load(path string, reg *Registry, opts ...LoadOption) (*Simulation, Config, 
 
 // Parse is Load for a file already in memory; name is used in errors.
 //
-// The file has three sections:
+// The file has these sections:
 //
 //	simulation:            # optional
 //	  cycles: 1000000
@@ -68,12 +68,21 @@ func Load(path string, reg *Registry, opts ...LoadOption) (*Simulation, Config, 
 //	  - name: fetch
 //	    type: cpu.fetch    # a type registered in reg
 //	    params: {width: 4} # decoded into the type's params struct
+//	  - group: core0       # units named core0.<name>; groups nest
+//	    units: [...]
+//	    connections: [...] # ports named relative to the group
 //	connections:
 //	  - from: fetch.out
 //	    to: decode.in      # or a list, for a fanout
 //	    delay: 1           # default 1
 //	    capacity: 8        # default 0, unlimited
 //	    rate: 4            # default 1; 0 is unlimited
+//	  - bus: {from: [a.out, b.out], to: [x.in, y.in]} # every sender to every receiver
+//	derived:               # optional: counters computed per interval
+//	  - {name: ipc, expr: writeback.Committed / cycles}
+//
+// Options override unit parameters (WithParams) or configure the
+// simulation (WithSimOptions); Config.Effective is the topology as built.
 func Parse(name string, src []byte, reg *Registry, opts ...LoadOption) (*Simulation, Config, error) {
 	l := &loader{file: name, reg: reg, cfg: Config{Workers: 1}}
 	for _, o := range opts {

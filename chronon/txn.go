@@ -1,5 +1,7 @@
 package chronon
 
+import "slices"
+
 // PortTransaction sends messages on several out-ports all or none: a unit
 // reserves a message on each port it wants (Reserve), then Commit sends them
 // all, or sends nothing when any port lacks a rate slot or room for its
@@ -11,6 +13,10 @@ package chronon
 // pushes: Commit of n messages on a port succeeds iff n Sends in a row
 // would. Within one cycle that snapshot does not move, so a transaction's
 // outcome never depends on which unit ticked first, in any engine.
+//
+// A port takes part in one transaction at a time (its reserved messages
+// are kept on the port): reserving on a port that another open transaction
+// holds panics, which the engine reports as the unit's *UnitError.
 //
 // The zero value is ready. A transaction belongs to one unit; reserve and
 // commit within one Tick (Commit re-checks, so a transaction carried into a
@@ -37,6 +43,8 @@ func Reserve[T any](tx *PortTransaction, out Output[T], v T) bool {
 	p := out.outPort()
 	if len(p.reserved) == 0 {
 		tx.ports = append(tx.ports, p)
+	} else if !slices.Contains(tx.ports, txPort(p)) {
+		panic("chronon: " + p.Name() + " is in another open PortTransaction") // a modelling bug: the engine reports a *UnitError
 	}
 	p.reserved = append(p.reserved, v)
 	if !tx.fail && !p.admitsReserved() {

@@ -1,6 +1,7 @@
 package chronon_test
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,6 +58,11 @@ func (k *taker) Tick() {
 			return
 		}
 		k.events = append(k.events, event{k.Cycle(), 'r', v})
+		if v%4 == 0 {
+			k.Log(slog.LevelDebug, "recv", "received", "v", v)
+		} else {
+			k.Log(slog.LevelInfo, "queue", "received", "v", v)
+		}
 	}
 }
 
@@ -178,3 +184,23 @@ func TestTransactionDeterminism(t *testing.T) {
 }
 
 func fmtName(p string, i int) string { return p + string(rune('0'+i)) }
+
+// TestTransactionPortInTwo: a port reserved by two open transactions is a
+// modelling bug, reported as the unit's *UnitError.
+func TestTransactionPortInTwo(t *testing.T) {
+	s := chronon.New()
+	p := &prod{}
+	require.NoError(t, s.Add("p", p))
+	require.NoError(t, s.Build())
+	var a, b chronon.PortTransaction
+	p.plan = func(uint64) []int {
+		chronon.Reserve(&a, &p.Out, 1)
+		chronon.Reserve(&a, &p.Out, 2) // the same transaction again: fine
+		chronon.Reserve(&b, &p.Out, 3)
+		return nil
+	}
+	var ue *chronon.UnitError
+	require.ErrorAs(t, s.Run(1), &ue)
+	assert.Equal(t, "p", ue.Unit)
+	assert.Contains(t, ue.Error(), "p.Out is in another open PortTransaction")
+}

@@ -1,5 +1,7 @@
 package chronon
 
+import "fmt"
+
 // VersionedRegister is a value with the cycle it was written, readable as
 // of an earlier cycle: it keeps the last depth writes, so At(c) answers
 // "what did the register hold at the end of cycle c" while c is within
@@ -18,16 +20,21 @@ type version[T any] struct {
 }
 
 // NewVersionedRegister returns a register that holds initial from cycle 0
-// and remembers the last depth (at least 1) writes.
-func NewVersionedRegister[T any](depth int, initial T) *VersionedRegister[T] {
-	r := &VersionedRegister[T]{hist: make([]version[T], max(depth, 1))}
+// and remembers the last depth writes; depth must be at least 1.
+func NewVersionedRegister[T any](depth int, initial T) (*VersionedRegister[T], error) {
+	if depth < 1 {
+		return nil, fmt.Errorf("%w: a versioned register keeps at least 1 write, not %d", ErrTopology, depth)
+	}
+	r := &VersionedRegister[T]{hist: make([]version[T], depth)}
 	r.hist[0] = version[T]{0, initial}
 	r.n = 1
-	return r
+	return r, nil
 }
 
 // Write stores v as written in cycle c. Writes must come in cycle order; a
-// second write in the same cycle replaces the first.
+// second write in the same cycle replaces the first. An older cycle is a
+// modelling bug: Write panics, which the engine reports as the unit's
+// *UnitError.
 func (r *VersionedRegister[T]) Write(c uint64, v T) {
 	h := &r.hist[r.head]
 	switch {

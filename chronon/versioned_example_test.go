@@ -7,7 +7,11 @@ import (
 )
 
 func ExampleVersionedRegister() {
-	pc := chronon.NewVersionedRegister(8, uint32(0x100))
+	pc, err := chronon.NewVersionedRegister(8, uint32(0x100))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	pc.Write(5, 0x200)
 	pc.Write(9, 0x300)
 	v, at := pc.Read()

@@ -12,7 +12,8 @@ import (
 // TestVersionedRegisterAgainstLog compares At with a full log of writes.
 func TestVersionedRegisterAgainstLog(t *testing.T) {
 	const depth = 4
-	r := chronon.NewVersionedRegister(depth, -1)
+	r, err := chronon.NewVersionedRegister(depth, -1)
+	require.NoError(t, err)
 	type w struct {
 		c uint64
 		v int
@@ -50,4 +51,6 @@ func TestVersionedRegisterAgainstLog(t *testing.T) {
 		}
 	}
 	assert.Panics(t, func() { r.Write(c-1, 0) })
+	_, err = chronon.NewVersionedRegister(0, 0)
+	assert.ErrorIs(t, err, chronon.ErrTopology)
 }

@@ -3,7 +3,6 @@ package chronon
 import (
 	"cmp"
 	"fmt"
-	"log/slog"
 	"slices"
 	"time"
 )
@@ -33,7 +32,7 @@ func (s *Simulation) SetWorkers(n int) error {
 	}
 	if r := s.unsafeReason(); r != "" {
 		s.seqReason = r
-		slog.Info("chronon: running sequentially", "workers", n, "reason", r)
+		s.info("chronon: running sequentially", "workers", n, "reason", r)
 		return nil
 	}
 	s.eng = newEngine(s, n, func(cl int) int64 { return clusterCost(s, cl) })

@@ -1,6 +1,10 @@
 package cpupipeline
 
-import "github.com/lanework/lanework/chronon"
+import (
+	"log/slog"
+
+	"github.com/lanework/lanework/chronon"
+)
 
 // FlushEngine turns mispredicts into flushes. Among the mispredicts ready in
 // a cycle it flushes for the oldest branch still on the correct path,
@@ -56,4 +60,7 @@ func (f *FlushEngine) Tick() {
 	f.Out.Send(Flush{Seq: best, Gen: f.gen})
 	f.Flushes.Inc()
 	f.Event("flush")
+	if f.LogEnabled(slog.LevelInfo, "flush") { // Log's arguments allocate
+		f.Log(slog.LevelInfo, "flush", "redirect", "seq", best, "gen", f.gen)
+	}
 }

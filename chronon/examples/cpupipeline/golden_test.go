@@ -17,8 +17,8 @@ var update = flag.Bool("update", false, "rewrite testdata/counters.golden.csv fr
 // TestGoldenCounters pins the pipeline's simulated behaviour: every
 // counter of every unit per 5,000-cycle interval, and writeback's report
 // (commits, final cycle, flushes, digest), for a run to 200,000 commits.
-// The file was written by the pipeline as it was before it used the
-// toolkit's stage registers and arbiter, with
+// The file was written by the pipeline as it was before its ALU and L2
+// used the toolkit's StageRegister (commit 071593d), with
 //
 //	go test ./examples/cpupipeline -run TestGoldenCounters -update
 //

@@ -3,7 +3,8 @@
 //
 // Usage:
 //
-//	chronon run [--cycles N] [--workers N] [--counters out.csv] [--trace out.json] topology.yaml
+//	chronon run [--cycles N] [--workers N] [--counters out.csv] [--trace out.json] [-p unit.param=value] [--dump-config] topology.yaml
+//	chronon sweep -g unit.param=v1,v2 [-g ...] [--jobs N] [-o out.csv] topology.yaml
 //	chronon validate topology.yaml
 //	chronon bench [--count 5]
 //
@@ -53,7 +54,7 @@ func onUsageError(_ *cli.Context, err error, _ bool) error { return exitcode.Usa
 // newApp returns the CLI writing to stdout and stderr. It never exits the
 // process: errors carry their exit status (see exitCode).
 func newApp(stdout, stderr io.Writer) *cli.App {
-	cmds := []*cli.Command{runCommand(), validateCommand(), benchCommand()}
+	cmds := []*cli.Command{runCommand(), sweepCommand(), validateCommand(), benchCommand()}
 	for _, c := range cmds {
 		c.OnUsageError = onUsageError // a short message and status 2, not the help page
 	}
@@ -71,8 +72,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
    130  interrupted (SIGINT); 143  terminated (SIGTERM): run stops at the end of a chunk of
         cycles and writes its counters, trace and report as they stand`,
 		HideHelpCommand: true,
-		OnUsageError:    onUsageError,
-		ExitErrHandler:  func(*cli.Context, error) {}, // main decides the status
+		// -p and --grid values contain commas (a grid's values, YAML lists).
+		DisableSliceFlagSeparator: true,
+		OnUsageError:              onUsageError,
+		ExitErrHandler:            func(*cli.Context, error) {}, // main decides the status
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return exitcode.Usage("unknown command %q (see chronon --help)", c.Args().First())

@@ -25,7 +25,7 @@ const chunk = 1 << 16
 const maxAlignedChunk = 1 << 22
 
 func runCommand() *cli.Command {
-	return &cli.Command{
+	cmd := &cli.Command{
 		Name:      "run",
 		Usage:     "run a topology until a unit terminates it or the cycle limit",
 		ArgsUsage: "topology.yaml",
@@ -42,11 +42,15 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "progress", Value: true, EnvVars: []string{"CHRONON_PROGRESS"}, Usage: "show a progress bar on stderr when it is a terminal"},
 			&cli.DurationFlag{Name: "progress-every", Value: 500 * time.Millisecond, EnvVars: []string{"CHRONON_PROGRESS_EVERY"},
 				Usage: "shortest time between progress redraws (0: no progress)"},
+			paramFlag(),
+			&cli.BoolFlag{Name: "dump-config", EnvVars: []string{"CHRONON_DUMP_CONFIG"}, Usage: "print the effective topology (groups and buses expanded, overrides applied) as YAML and exit"},
 			quietFlag(),
 			jsonFlag("print the result as JSON"),
 		},
 		Action: run,
 	}
+	cmd.Flags = append(cmd.Flags, logFlags()...)
+	return cmd
 }
 
 // runResult is what run prints, as text or --json.
@@ -76,7 +80,15 @@ func run(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	s, cfg, err := chronon.Load(path, registry())
+	params, err := paramOverrides(c)
+	if err != nil {
+		return err
+	}
+	logOpts, err := logOption(c)
+	if err != nil {
+		return err
+	}
+	s, cfg, err := chronon.Load(path, registry(), append(logOpts, chronon.WithParams(params...))...)
 	if err != nil {
 		return cli.Exit(err.Error(), 2)
 	}
@@ -85,6 +97,14 @@ func run(c *cli.Context) (err error) {
 	}
 	if c.IsSet("workers") {
 		cfg.Workers = c.Int("workers")
+	}
+	if c.Bool("dump-config") {
+		out, err := cfg.Effective.YAML(cfg)
+		if err != nil {
+			return cli.Exit(err.Error(), 1)
+		}
+		_, err = c.App.Writer.Write(out)
+		return err
 	}
 	if cfg.Cycles == 0 {
 		return exitcode.Usage("run: no cycle limit: set simulation.cycles or --cycles")
