@@ -159,12 +159,16 @@ func BenchmarkClosedLoopCommit(b *testing.B) {
 // so that lookups go through the overlay to the readable balances.
 func BenchmarkExecute(b *testing.B) {
 	const accounts, lag = 1_000_000, 1 << 16
-	readable := make([]atomic.Int64, accounts)
-	x := &executor{readable: readable, ov: newOverlay(overlaySlots(DefaultRingSize), 0), dedup: newDedup(DefaultDedupWindow), maxEntries: DefaultMaxEntries}
+	readable := make([]atomic.Int64, cellsPerAccount*accounts)
+	accts := newAccountTable(accounts)
+	for a := uint64(1); a < accounts; a++ {
+		accts.insert(acctMeta{id: a, ledger: 1})
+	}
+	x := &executor{readable: readable, accts: accts, ov: newOverlay(overlaySlots(DefaultRingSize), 0), dedup: newDedup(DefaultDedupWindow), maxEntries: DefaultMaxEntries}
 	ops := benchOps(1<<20, accounts)
 	reqs := make([]request, len(ops))
 	for i, op := range ops {
-		if err := prepare(op, accounts, &reqs[i]); err != nil {
+		if err := prepare(op, &reqs[i]); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -178,7 +182,7 @@ func BenchmarkExecute(b *testing.B) {
 		rec := &recs[id%lag]
 		if rec.id != 0 {
 			for _, e := range rec.entries() {
-				readable[e.Account].Store(e.Balance)
+				readable[e.cell].Store(e.value)
 			}
 			snap = rec.id
 		}

@@ -61,7 +61,11 @@ type Ledger struct {
 	_         pad
 
 	waits    [Snapshot + 1]waitList // indexed by Level
-	readable []atomic.Int64         // written by the Snapshotter only; the ledger's one per-account array
+	readable []atomic.Int64         // cells (4 per account slot), written by the Snapshotter only
+	accts    *accountTable          // written by the Transactor only; probed by readers
+	// visible is the number of account slots whose creation the
+	// Snapshotter has applied: readers see those accounts only.
+	visible atomic.Uint64
 
 	// halt mirrors failedBit on a line of its own: stages poll it on every
 	// empty iteration, and state is written twice by every submit.
@@ -80,7 +84,7 @@ type Ledger struct {
 
 	// Counters for Stats, each block written by one goroutine.
 	_          pad
-	outcomes   [KindComposite + 1][numFailReasons]atomic.Uint64 // Transactor
+	outcomes   [numKinds][numFailReasons]atomic.Uint64 // Transactor
 	ovSweeps   atomic.Uint64                                    // Transactor: overlay sweeps
 	ovWaits    atomic.Uint64                                    // Transactor: waits for overlay room
 	_          pad
@@ -135,7 +139,7 @@ func Open(cfg Config) (*Ledger, error) {
 	var rs *recovered
 	if ro != nil {
 		m, err = checkMeta(ro, &cfg)
-		if err == nil && m != nil && m.FormatVersion == formatVersion {
+		if err == nil && m != nil {
 			rs, err = recoverState(ro, &cfg)
 		}
 		if cerr := ro.Close(); err == nil {
@@ -149,13 +153,8 @@ func Open(cfg Config) (*Ledger, error) {
 	if err != nil {
 		return nil, openError(cfg.Dir, "", err)
 	}
-	switch {
-	case m == nil: // a new directory
+	if m == nil { // a new directory
 		err = writeMeta(db, &cfg, time.Now().UnixNano())
-	case m.FormatVersion != formatVersion:
-		// Format 1 or 2: the WAL moves out of pebble, then recovery runs
-		// on the result (see migrate.go).
-		err = migrate(db, &cfg, m)
 	}
 	if err == nil && rs == nil {
 		rs, err = recoverState(db, &cfg)
@@ -188,6 +187,7 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered) (*Ledger, er
 	l := &Ledger{
 		cfg: cfg, db: db, wal: w, base: rs.last + 1,
 		readable:  rs.bal, // recovery built them in place: no copy
+		accts:     rs.accts,
 		epoch:     time.Now(),
 		persistCh: make(chan *snapshotData, 1),
 		stopped:   make(chan struct{}),
@@ -209,6 +209,7 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered) (*Ledger, er
 		p.Store(rs.last)
 	}
 	l.persisted.Store(rs.snapshot)
+	l.visible.Store(rs.accts.n)
 	l.spare.Store(&snapshotData{})
 
 	l.pm = pressure.New(cfg.WaitStrategy)
@@ -219,7 +220,7 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered) (*Ledger, er
 		}
 	}
 	l.txStage, l.walStage, l.snapStage = st[0], st[1], st[2]
-	x := &executor{readable: l.readable, ov: newOverlay(overlaySlots(cfg.RingSize), rs.last), dedup: rs.dedup, maxEntries: cfg.MaxEntries}
+	x := &executor{readable: l.readable, accts: l.accts, ov: newOverlay(overlaySlots(cfg.RingSize), rs.last), dedup: rs.dedup, maxEntries: cfg.MaxEntries}
 	refs := newRefWindow(cfg.DedupWindow)
 	for _, r := range rs.refs {
 		refs.push(r)
@@ -313,7 +314,7 @@ func (l *Ledger) now() int64 { return l.epochWall + int64(time.Since(l.epoch)) }
 // Sequencer ring is full, Submit waits for room (back pressure).
 func (l *Ledger) Submit(op Op) (TxID, error) {
 	var r request
-	if err := prepare(op, l.cfg.MaxAccounts, &r); err != nil {
+	if err := prepare(op, &r); err != nil {
 		return 0, &InputError{Err: err}
 	}
 	return l.push(&r)
@@ -367,7 +368,7 @@ func (l *Ledger) SubmitBatch(ops []Op) (first, last TxID, err error) {
 	reqs := slices.Grow((*bp)[:0], len(ops))[:len(ops)]
 	*bp = reqs
 	for i, op := range ops {
-		if err := prepare(op, l.cfg.MaxAccounts, &reqs[i]); err != nil {
+		if err := prepare(op, &reqs[i]); err != nil {
 			return 0, 0, &InputError{Index: i, Err: err}
 		}
 	}
@@ -405,7 +406,7 @@ func (l *Ledger) SubmitAndWait(ctx context.Context, op Op, level Level) (Result,
 		return Result{}, ErrLevel
 	}
 	var r request
-	if err := prepare(op, l.cfg.MaxAccounts, &r); err != nil {
+	if err := prepare(op, &r); err != nil {
 		return Result{}, &InputError{Err: err}
 	}
 	if err := ctx.Err(); err != nil {
@@ -542,15 +543,32 @@ func (l *Ledger) Result(id TxID) (Result, error) {
 	return readResult(l.wal, uint64(id))
 }
 
-// Balance returns account's balance: it includes every transaction up to
-// the Snapshot index loaded before it (and possibly some of the batch being
-// applied). It is one atomic load; values are never torn.
+// Balance returns account's posted balance, credits_posted -
+// debits_posted (see Lookup for what it includes). It is two atomic loads;
+// values are never torn, though the two may straddle a batch being applied.
 func (l *Ledger) Balance(account uint64) (int64, error) {
-	if err := l.refused(l.state.Load()); err != nil {
+	a, err := l.Lookup(account)
+	if err != nil {
 		return 0, err
 	}
-	if account >= uint64(len(l.readable)) {
-		return 0, accountRange(account, uint64(len(l.readable)))
+	return a.Balance(), nil
+}
+
+// Lookup returns account id with its columns. It sees every transaction up
+// to the Snapshot index loaded before it (and possibly some of the batch
+// being applied); an account whose creation has not reached the Snapshot
+// index yet is not found. Each column is one atomic load: never torn.
+func (l *Ledger) Lookup(id uint64) (Account, error) {
+	if err := l.refused(l.state.Load()); err != nil {
+		return Account{}, err
 	}
-	return l.readable[account].Load(), nil
+	s, ok := l.accts.slot(id)
+	if !ok || s >= l.visible.Load() {
+		return Account{}, fmt.Errorf("account %d: %w", id, ErrAccountNotFound)
+	}
+	a := l.accts.meta[s].public()
+	c := l.readable[cell(s, 0):cell(s, numColumns)]
+	a.DebitsPosted, a.CreditsPosted = uint64(c[DebitsPosted].Load()), uint64(c[CreditsPosted].Load())
+	a.DebitsPending, a.CreditsPending = uint64(c[DebitsPending].Load()), uint64(c[CreditsPending].Load())
+	return a, nil
 }

@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"errors"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,11 +29,16 @@ func TestSmoke(t *testing.T) {
 	r, err := l.SubmitAndWait(ctx, Deposit{Account: 1, Amount: 100}, Snapshot)
 	require.NoError(t, err)
 	require.Equal(t, TxID(1), r.ID)
+	require.Equal(t, AccountNotFound, r.Fail, "account 1 does not exist yet")
+	createAccounts(t, l, 3)
+	r, err = l.SubmitAndWait(ctx, Deposit{Account: 1, Amount: 100}, Snapshot)
+	require.NoError(t, err)
+	require.Equal(t, TxID(4), r.ID)
 	require.Equal(t, OK, r.Fail)
-	require.Equal(t, []Entry{{0, -100, -100}, {1, 100, 100}}, r.Entries)
+	require.Equal(t, []Entry{{Account: 0, Column: DebitsPosted, Delta: 100, Value: 100}, {Account: 1, Column: CreditsPosted, Delta: 100, Value: 100}}, r.Entries)
 	r, err = l.SubmitAndWait(ctx, Transfer{From: 1, To: 2, Amount: 150}, Committed)
 	require.NoError(t, err)
-	require.Equal(t, InsufficientFunds, r.Fail)
+	require.Equal(t, ExceedsCredits, r.Fail)
 	require.Empty(t, r.Entries)
 	id, err := l.Submit(Transfer{From: 1, To: 2, Amount: 30})
 	require.NoError(t, err)
@@ -39,11 +46,64 @@ func TestSmoke(t *testing.T) {
 	b, err := l.Balance(2)
 	require.NoError(t, err)
 	require.Equal(t, int64(30), b)
-	got, err := l.Result(2)
+	got, err := l.Result(5)
 	require.NoError(t, err)
-	require.Equal(t, InsufficientFunds, got.Fail)
+	require.Equal(t, ExceedsCredits, got.Fail)
+	a, err := l.Lookup(1)
+	require.NoError(t, err)
+	require.Equal(t, Account{ID: 1, Ledger: 1, Flags: DebitsMustNotExceedCredits, DebitsPosted: 30, CreditsPosted: 100}, a)
 	require.NoError(t, l.Close())
 	require.NoError(t, l.Close())
 	_, err = l.Submit(Deposit{Account: 1, Amount: 1})
 	require.ErrorIs(t, err, ErrClosed)
+}
+
+// createAccounts creates accounts 1 .. n-1 in ledger 1 with
+// DebitsMustNotExceedCredits (a debit never takes them below zero), in id
+// order, so that account a has slot a; it waits until they are visible and
+// returns the last tx id.
+func createAccounts(t testing.TB, l *Ledger, n uint64) TxID {
+	t.Helper()
+	var last TxID
+	batch := make([]Op, 0, 1024)
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		_, lst, err := l.SubmitBatch(batch)
+		require.NoError(t, err)
+		last = lst
+		batch = batch[:0]
+	}
+	for a := uint64(1); a < n; a++ {
+		batch = append(batch, CreateAccount{ID: a, Ledger: 1, Flags: DebitsMustNotExceedCredits})
+		if len(batch) == cap(batch) || len(batch) == l.seq.Cap() {
+			flush()
+		}
+	}
+	flush()
+	if last != 0 {
+		require.NoError(t, l.Wait(context.Background(), last, Snapshot))
+	}
+	return last
+}
+
+// noAccount is what balances reports for an id that is not an account.
+const noAccount = math.MinInt64
+
+// balances returns the posted balance of accounts 0 .. MaxAccounts-1, or
+// noAccount for an id never created.
+func balances(t testing.TB, l *Ledger) []int64 {
+	t.Helper()
+	bal := make([]int64, l.cfg.MaxAccounts)
+	for a := range bal {
+		b, err := l.Balance(uint64(a))
+		if errors.Is(err, ErrAccountNotFound) {
+			b = noAccount
+		} else {
+			require.NoError(t, err)
+		}
+		bal[a] = b
+	}
+	return bal
 }

@@ -29,7 +29,7 @@ func (l *Ledger) SubmitFunc(op Op, level Level, fn func(Result, error)) (TxID, e
 		return 0, ErrNilFunc
 	}
 	var r request
-	if err := prepare(op, l.cfg.MaxAccounts, &r); err != nil {
+	if err := prepare(op, &r); err != nil {
 		return 0, &InputError{Err: err}
 	}
 	w := opWaiterPool.Get().(*opWaiter)

@@ -119,7 +119,7 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 }
 
 // outcomeCounts counts transactions by kind and fail reason.
-type outcomeCounts [KindComposite + 1][numFailReasons]uint32
+type outcomeCounts [numKinds][numFailReasons]uint32
 
 // addOutcomes adds the Transactor's counts of one run to the shared
 // counters and clears them: a handful of atomic adds per run of up to
@@ -211,13 +211,14 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 	defer close(l.persistCh)
 	lastSnap := l.persisted.Load() // tx id of the last snapshot handed over
 	applied := l.snapshot.Load()
+	accounts := l.visible.Load()
 	for {
 		recs := l.toSnap.PeekN(snapshotterRun)
 		if len(recs) == 0 {
 			// A requested snapshot of an idle ledger: everything asked
 			// for is applied. Checked before the exit test, so a request
 			// made before Close is still served while the pipeline drains.
-			if want := l.snapWant.Load(); want > lastSnap && applied >= want && l.takeSnapshot(applied, &refs) {
+			if want := l.snapWant.Load(); want > lastSnap && applied >= want && l.takeSnapshot(applied, accounts, &refs) {
 				lastSnap = applied
 				continue
 			}
@@ -239,7 +240,10 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 			// The resulting balance is stored, not added: a single atomic
 			// store per entry, and readers never see a torn value.
 			for _, e := range r.entries() {
-				l.readable[e.Account].Store(e.Balance)
+				l.readable[e.cell].Store(e.value)
+			}
+			if r.kind == KindCreateAccount && r.fail == OK {
+				accounts++
 			}
 			if r.userRef != 0 && r.fail != Duplicate {
 				refs.trim(r.id, nil)
@@ -247,6 +251,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 			}
 		}
 		applied = last
+		l.visible.Store(accounts) // before Snapshot: a reader seeing the index sees the accounts
 		l.snapshot.Store(last)
 		l.waits[Snapshot].release(TxID(last))
 		l.deliver(recs, Snapshot)
@@ -257,7 +262,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		}
 		// If the previous snapshot is still being written, takeSnapshot
 		// skips and the next batch (or idle iteration) tries again.
-		if due && l.takeSnapshot(last, &refs) {
+		if due && l.takeSnapshot(last, accounts, &refs) {
 			lastSnap = last
 		}
 	}
@@ -268,13 +273,13 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 // at; false if the persister is still writing the previous one. Nothing is
 // copied: the persister reads the readable balances while the Snapshotter
 // goes on applying (a fuzzy snapshot, see recoverState).
-func (l *Ledger) takeSnapshot(at uint64, refs *refWindow) bool {
+func (l *Ledger) takeSnapshot(at, accounts uint64, refs *refWindow) bool {
 	s := l.spare.Swap(nil)
 	if s == nil {
 		return false
 	}
 	refs.trim(at+1, nil)
-	s.txID, s.refs = at, refs.entries()
+	s.txID, s.refs, s.accounts = at, refs.entries(), accounts
 	l.persistCh <- s
 	return true
 }
@@ -291,7 +296,7 @@ func (l *Ledger) runPersister() {
 		if h := l.snapHook.Load(); h != nil {
 			hook = *h
 		}
-		buf, err = writeSnapshot(l.db, &l.cfg, s, l.readable, l.applying.Load, hook, buf)
+		buf, err = writeSnapshot(l.db, &l.cfg, s, l.readable, l.accts.meta, l.applying.Load, hook, buf)
 		if err == nil && l.cfg.WALRetention >= 0 && s.txID > uint64(l.cfg.WALRetention) {
 			// Whole segments below the snapshot minus the retention go.
 			_, err = l.wal.RemoveBelow(s.txID - uint64(l.cfg.WALRetention) + 1)

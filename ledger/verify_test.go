@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -20,8 +21,8 @@ func fillLedger(t *testing.T, cfg Config, n int) {
 	l, err := Open(cfg)
 	require.NoError(t, err)
 	ctx := context.Background()
-	var last TxID
-	for i := range n {
+	last := createAccounts(t, l, cfg.MaxAccounts)
+	for i := int(last); i < n; i++ {
 		u := uint64(i)
 		var op Op
 		switch i % 5 {
@@ -67,8 +68,9 @@ func TestVerifyClean(t *testing.T) {
 
 // With the WAL pruned, the oldest retained snapshot anchors the replay.
 func TestVerifyPrunedWAL(t *testing.T) {
-	// Retention removes whole segments: small ones, snapshots further apart.
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: 2000, WALRetention: 100, WALMaxBatch: 64, WALSegmentSize: 256 << 10}
+	// Retention removes whole segments: small ones, snapshots further
+	// apart, and a retention that keeps the older snapshot in the WAL.
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: 2000, WALRetention: 2500, WALMaxBatch: 64, WALSegmentSize: 256 << 10}
 	fillLedger(t, cfg, 12000)
 	rep, err := Verify(cfg.Dir)
 	require.NoError(t, err)
@@ -105,9 +107,9 @@ func TestVerifyFindsWrongSnapshot(t *testing.T) {
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
 		r, err := recoverState(db, &Config{Dir: cfg.Dir, MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
 		require.NoError(t, err)
-		r.bal[1].Add(-1)
-		r.bal[2].Add(1)
-		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs}, r.bal, func() uint64 { return 100 }, nil, nil)
+		r.bal[cell(1, CreditsPosted)].Add(1) // debits and credits still agree
+		r.bal[cell(2, DebitsPosted)].Add(1)
+		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs, accounts: r.accts.n}, r.bal, r.accts.meta, func() uint64 { return 100 }, nil, nil)
 		require.NoError(t, err)
 	})
 	rep, err := Verify(cfg.Dir)
@@ -153,9 +155,9 @@ func TestDump(t *testing.T) {
 	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALMaxBatch: 8}
 	fillLedger(t, cfg, 100)
 	var buf bytes.Buffer
-	require.NoError(t, Dump(cfg.Dir, 10, 24, &buf))
+	require.NoError(t, Dump(cfg.Dir, 5, 24, &buf))
 	sc := bufio.NewScanner(&buf)
-	want := TxID(10)
+	want := TxID(5)
 	for sc.Scan() {
 		var tx DumpTx
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
@@ -163,19 +165,30 @@ func TestDump(t *testing.T) {
 		require.NoError(t, dec.Decode(&tx))
 		require.Equal(t, want, tx.ID)
 		require.NotNil(t, tx.Entries)
-		var sum int64
+		var sum int64 // credits minus debits
 		for _, e := range tx.Entries {
-			sum += e.Delta
+			if strings.HasPrefix(e.Column, "debits_") {
+				sum -= e.Delta
+			} else {
+				sum += e.Delta
+			}
 		}
 		require.Zero(t, sum)
-		switch want % 5 {
-		case 1: // i%5 == 0: a deposit with a ref
+		switch {
+		case want <= 7:
+			require.Equal(t, "create_account", tx.Kind)
+			require.Equal(t, &DumpAccount{ID: uint64(want), Ledger: 1, Flags: uint16(DebitsMustNotExceedCredits)}, tx.Account)
+		case want%5 == 1: // i%5 == 0: a deposit with a ref
 			require.Equal(t, "deposit", tx.Kind)
 			require.Equal(t, "ok", tx.Fail)
 			require.Equal(t, uint64(1000+want-1), tx.UserRef)
-		case 0: // i%5 == 4: a withdrawal reusing the ref of tx want-4
-			require.Equal(t, "duplicate", tx.Fail)
-			require.Equal(t, want-4, tx.DupOf)
+		case want%5 == 0: // i%5 == 4: a withdrawal reusing the ref of tx want-4
+			if want-4 <= 7 { // tx want-4 created an account, without a ref
+				require.Equal(t, "exceeds_credits", tx.Fail)
+			} else {
+				require.Equal(t, "duplicate", tx.Fail)
+				require.Equal(t, want-4, tx.DupOf)
+			}
 			require.Empty(t, tx.Entries)
 		}
 		want++

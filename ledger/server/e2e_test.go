@@ -25,13 +25,13 @@ func (m *model) apply(op ledger.Op) ledger.FailReason {
 		b[0] -= int64(o.Amount)
 	case ledger.Withdrawal:
 		if b[o.Account] < int64(o.Amount) {
-			return ledger.InsufficientFunds
+			return ledger.ExceedsCredits
 		}
 		b[o.Account] -= int64(o.Amount)
 		b[0] += int64(o.Amount)
 	case ledger.Transfer:
 		if b[o.From] < int64(o.Amount) {
-			return ledger.InsufficientFunds
+			return ledger.ExceedsCredits
 		}
 		b[o.From] -= int64(o.Amount)
 		b[o.To] += int64(o.Amount)
@@ -46,7 +46,7 @@ func (m *model) apply(op ledger.Op) ledger.FailReason {
 		if o.Flags&ledger.NoNegative != 0 {
 			for _, l := range o.Legs { // legs name distinct accounts
 				if l.Account != 0 && b[l.Account]+l.Delta < 0 {
-					return ledger.InsufficientFunds
+					return ledger.ExceedsCredits
 				}
 			}
 		}

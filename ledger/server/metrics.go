@@ -238,7 +238,7 @@ func (c ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(dTx, st.Outcomes[k][f], k.String(), f.String())
 		}
 	}
-	for f := ledger.InsufficientFunds; f <= ledger.Duplicate; f++ {
+	for f := ledger.ExceedsCredits; f <= ledger.Duplicate; f++ {
 		counter(dFails, st.Fails(f), f.String())
 	}
 	counter(dSubmitted, st.Submitted)

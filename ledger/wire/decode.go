@@ -337,7 +337,7 @@ func (d *Decoder) Request(t Type, body []byte, req *Request) error {
 				req.Level, err = d.level()
 			}
 		}
-	case TypeBalance:
+	case TypeBalance, TypeLookup:
 		if err = d.openExact(1); err == nil {
 			req.Account, err = d.field("account")
 		}
@@ -413,14 +413,14 @@ func (d *Decoder) op(idx int) (ledger.Op, error) {
 		return nil, FieldError(idx, 0, "kind", "%s", p)
 	}
 	kind := ledger.Kind(k)
-	if k > math.MaxUint8 || kind < ledger.KindDeposit || kind > ledger.KindComposite {
+	if k > math.MaxUint8 || kind < ledger.KindDeposit || kind > ledger.KindCreateAccount {
 		return nil, FieldError(idx, 0, "kind", "unknown kind %d", k)
 	}
 	fields := msgpackFields[kind]
 	if n-1 != len(fields) {
 		return nil, FieldError(idx, kind, "kind", "%d fields, want %d: %v", n-1, len(fields), fields)
 	}
-	var v [4]uint64
+	var v [7]uint64
 	if kind == ledger.KindComposite {
 		for i := range 2 { // flags, user_ref; legs follow
 			if v[i], p = d.uintOf(); p != "" {
@@ -444,6 +444,14 @@ func (d *Decoder) op(idx int) (ledger.Op, error) {
 	}
 	arena := idx >= 0
 	switch kind {
+	case ledger.KindCreateAccount:
+		for i, max := range [...]uint64{1: math.MaxUint32, 2: math.MaxUint16, 3: math.MaxUint16} {
+			if max != 0 && v[i] > max {
+				return nil, FieldError(idx, kind, fields[i], "%d out of range", v[i])
+			}
+		}
+		return ledger.CreateAccount{ID: v[0], Ledger: uint32(v[1]), Code: uint16(v[2]), Flags: ledger.AccountFlags(v[3]),
+			UserData: [2]uint64{v[4], v[5]}, UserRef: v[6]}, nil
 	case ledger.KindDeposit:
 		o := ledger.Deposit{Account: v[0], Amount: v[1], UserRef: v[2]}
 		if !arena {
@@ -473,10 +481,11 @@ func (d *Decoder) op(idx int) (ledger.Op, error) {
 
 // msgpackFields names the fields after the kind, in order.
 var msgpackFields = [...][]string{
-	ledger.KindDeposit:    {"account", "amount", "user_ref"},
-	ledger.KindWithdrawal: {"account", "amount", "user_ref"},
-	ledger.KindTransfer:   {"from", "to", "amount", "user_ref"},
-	ledger.KindComposite:  {"flags", "user_ref", "legs"},
+	ledger.KindDeposit:       {"account", "amount", "user_ref"},
+	ledger.KindWithdrawal:    {"account", "amount", "user_ref"},
+	ledger.KindTransfer:      {"from", "to", "amount", "user_ref"},
+	ledger.KindComposite:     {"flags", "user_ref", "legs"},
+	ledger.KindCreateAccount: {"id", "ledger", "code", "flags", "user_data_0", "user_data_1", "user_ref"},
 }
 
 // legs decodes a composite's [[account, delta]...]. They are freshly
@@ -547,7 +556,7 @@ func (d *Decoder) Submitted(body []byte) (first, last ledger.TxID, err error) {
 func (d *Decoder) ResultIs(body []byte) (ledger.Result, error) {
 	d.reset(body)
 	var r ledger.Result
-	extra, err := d.open(7)
+	extra, err := d.open(7) // the account, 8th, came with created accounts
 	if err != nil {
 		return r, err
 	}
@@ -574,24 +583,75 @@ func (d *Decoder) ResultIs(body []byte) (ledger.Result, error) {
 		if err != nil {
 			return r, err
 		}
-		if m < 3 {
-			return r, malformed("entry has %d fields, want 3", m)
+		if m < 4 {
+			return r, malformed("entry has %d fields, want 4", m)
 		}
 		en := &r.Entries[i]
-		if en.Account, err = d.u(); err != nil {
+		var col uint64
+		if err := d.uints(&en.Account, &col); err != nil {
 			return r, err
 		}
+		if col > math.MaxUint8 {
+			return r, malformed("entry column %d", col)
+		}
+		en.Column = ledger.Column(col)
 		if en.Delta, err = d.i(); err != nil {
 			return r, err
 		}
-		if en.Balance, err = d.i(); err != nil {
+		if en.Value, err = d.i(); err != nil {
 			return r, err
 		}
-		if err := d.finishOp(m - 3); err != nil {
+		if err := d.finishOp(m - 4); err != nil {
 			return r, err
 		}
 	}
+	if extra == 0 {
+		return r, d.finish(0)
+	}
+	extra--
+	if c, _ := d.dec.PeekCode(); c == msgpcode.Nil {
+		_ = d.dec.Skip()
+		return r, d.finish(extra)
+	}
+	m, err := d.arrayLen()
+	if err != nil {
+		return r, err
+	}
+	if m < 6 {
+		return r, malformed("account has %d fields, want 6", m)
+	}
+	var v [6]uint64
+	if err := d.uints(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5]); err != nil {
+		return r, err
+	}
+	if v[1] > math.MaxUint32 || v[2] > math.MaxUint16 || v[3] > math.MaxUint16 {
+		return r, malformed("account ledger %d code %d flags %d", v[1], v[2], v[3])
+	}
+	r.Account = &ledger.Account{ID: v[0], Ledger: uint32(v[1]), Code: uint16(v[2]), Flags: ledger.AccountFlags(v[3]), UserData: [2]uint64{v[4], v[5]}}
+	if err := d.finishOp(m - 6); err != nil {
+		return r, err
+	}
 	return r, d.finish(extra)
+}
+
+// AccountIs decodes a TypeAccountIs body.
+func (d *Decoder) AccountIs(body []byte) (ledger.Account, error) {
+	d.reset(body)
+	var a ledger.Account
+	extra, err := d.open(10)
+	if err != nil {
+		return a, err
+	}
+	var lg, code, flags uint64
+	if err := d.uints(&a.ID, &lg, &code, &flags, &a.UserData[0], &a.UserData[1],
+		&a.DebitsPosted, &a.CreditsPosted, &a.DebitsPending, &a.CreditsPending); err != nil {
+		return a, err
+	}
+	if lg > math.MaxUint32 || code > math.MaxUint16 || flags > math.MaxUint16 {
+		return a, malformed("account ledger %d code %d flags %d", lg, code, flags)
+	}
+	a.Ledger, a.Code, a.Flags = uint32(lg), uint16(code), ledger.AccountFlags(flags)
+	return a, d.finish(extra)
 }
 
 // BalanceIs decodes a TypeBalanceIs body.

@@ -99,6 +99,13 @@ func (e *Encoder) Balance(id, account uint64) int {
 	return e.end()
 }
 
+// Lookup appends a TypeLookup request.
+func (e *Encoder) Lookup(id, account uint64) int {
+	e.begin(TypeLookup, id, 1)
+	e.u(account)
+	return e.end()
+}
+
 // Status appends a TypeStatus request.
 func (e *Encoder) Status(id uint64, tx ledger.TxID) int {
 	e.begin(TypeStatus, id, 1)
@@ -151,6 +158,14 @@ func (e *Encoder) Raw(t Type, id uint64, body []byte) int {
 // unknown type is encoded as msgpack nil, which the server refuses.
 func (e *Encoder) op(op ledger.Op) {
 	switch o := op.(type) {
+	case ledger.CreateAccount:
+		e.createAccount(&o)
+		return
+	case *ledger.CreateAccount:
+		if o != nil {
+			e.createAccount(o)
+			return
+		}
 	case ledger.Deposit:
 		e.single(ledger.KindDeposit, o.Account, o.Amount, o.UserRef)
 		return
@@ -185,6 +200,18 @@ func (e *Encoder) op(op ledger.Op) {
 		}
 	}
 	_ = e.enc.EncodeNil()
+}
+
+func (e *Encoder) createAccount(o *ledger.CreateAccount) {
+	_ = e.enc.EncodeArrayLen(8)
+	e.u(uint64(ledger.KindCreateAccount))
+	e.u(o.ID)
+	e.u(uint64(o.Ledger))
+	e.u(uint64(o.Code))
+	e.u(uint64(o.Flags))
+	e.u(o.UserData[0])
+	e.u(o.UserData[1])
+	e.u(o.UserRef)
 }
 
 func (e *Encoder) single(k ledger.Kind, account, amount, ref uint64) {
@@ -229,9 +256,10 @@ func (e *Encoder) Submitted(id uint64, first, last ledger.TxID) int {
 }
 
 // ResultIs appends a TypeResultIs response:
-// [id, kind, fail, user_ref, dup_of, timestamp, [[account, delta, balance]...]].
+// [id, kind, fail, user_ref, dup_of, timestamp, [[account, column, delta, value]...], account],
+// where account is a create_account's [id, ledger, code, flags, user_data_0, user_data_1], else nil.
 func (e *Encoder) ResultIs(id uint64, r *ledger.Result) int {
-	e.begin(TypeResultIs, id, 7)
+	e.begin(TypeResultIs, id, 8)
 	e.u(uint64(r.ID))
 	e.u(uint64(r.Kind))
 	e.u(uint64(r.Fail))
@@ -240,11 +268,41 @@ func (e *Encoder) ResultIs(id uint64, r *ledger.Result) int {
 	e.i(r.Timestamp)
 	_ = e.enc.EncodeArrayLen(len(r.Entries))
 	for _, en := range r.Entries {
-		_ = e.enc.EncodeArrayLen(3)
+		_ = e.enc.EncodeArrayLen(4)
 		e.u(en.Account)
+		e.u(uint64(en.Column))
 		e.i(en.Delta)
-		e.i(en.Balance)
+		e.i(en.Value)
 	}
+	if a := r.Account; a != nil {
+		_ = e.enc.EncodeArrayLen(6)
+		e.u(a.ID)
+		e.u(uint64(a.Ledger))
+		e.u(uint64(a.Code))
+		e.u(uint64(a.Flags))
+		e.u(a.UserData[0])
+		e.u(a.UserData[1])
+	} else {
+		_ = e.enc.EncodeNil()
+	}
+	return e.end()
+}
+
+// AccountIs appends a TypeAccountIs response: [id, ledger, code, flags,
+// user_data_0, user_data_1, debits_posted, credits_posted, debits_pending,
+// credits_pending].
+func (e *Encoder) AccountIs(id uint64, a *ledger.Account) int {
+	e.begin(TypeAccountIs, id, 10)
+	e.u(a.ID)
+	e.u(uint64(a.Ledger))
+	e.u(uint64(a.Code))
+	e.u(uint64(a.Flags))
+	e.u(a.UserData[0])
+	e.u(a.UserData[1])
+	e.u(a.DebitsPosted)
+	e.u(a.CreditsPosted)
+	e.u(a.DebitsPending)
+	e.u(a.CreditsPending)
 	return e.end()
 }
 
