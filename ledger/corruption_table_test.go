@@ -233,7 +233,7 @@ func TestCorruptionTable(t *testing.T) {
 			}
 			tc.damage(t, in)
 			before := dirDigest(t, c.Dir)
-			rep, verr := Verify(c.Dir)
+			rep, verr := verifyDir(nil, c.Dir)
 			require.Equal(t, before, dirDigest(t, c.Dir), "Verify wrote")
 			if tc.want.torn {
 				require.NoError(t, verr)
@@ -247,7 +247,7 @@ func TestCorruptionTable(t *testing.T) {
 				require.Equal(t, rep.TornTail, rec.torn)
 				require.Equal(t, TxID(lastB.first-1), x.Committed)
 				// The dropped range is reused, and the directory verifies.
-				rep, err = Verify(c.Dir)
+				rep, err = verifyDir(nil, c.Dir)
 				require.NoError(t, err)
 				require.Nil(t, rep.TornTail, "closed cleanly since")
 				return

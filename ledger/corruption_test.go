@@ -140,7 +140,7 @@ func TestCorruptionIncompatibleChangesNothing(t *testing.T) {
 	before = dirDigest(t, cfg.Dir)
 	_, err = Open(cfg)
 	require.ErrorIs(t, err, ErrIncompatible)
-	_, err = Verify(cfg.Dir)
+	_, err = verifyDir(nil, cfg.Dir)
 	require.ErrorIs(t, err, ErrIncompatible)
 	require.Equal(t, before, dirDigest(t, cfg.Dir))
 }
@@ -165,7 +165,7 @@ func TestCorruptionNeverSilent(t *testing.T) {
 		c := cfg
 		c.Dir = copyDir(t, cfg.Dir)
 		setValue(t, c.Dir, keys[i], func(v []byte) []byte { v[pos] ^= bit; return v })
-		_, verr := Verify(c.Dir)
+		_, verr := verifyDir(nil, c.Dir)
 		_, x, bal, err := openState(t, c)
 		switch {
 		case err != nil:
@@ -201,7 +201,7 @@ func TestCorruptionCoveredLastBatch(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, last.off, ce.Offset)
 	require.Contains(t, ce.Reason, "not a torn write")
-	rep, err := Verify(cfg.Dir)
+	rep, err := verifyDir(nil, cfg.Dir)
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.Nil(t, rep.TornTail)
 	require.Equal(t, ce.File, rep.Findings[0].File)

@@ -164,7 +164,7 @@ func checkCrashClone(t *testing.T, cfg Config, fs vfs.FS, acks []Result) {
 		require.Equal(t, orig, res.DupOf)
 	}
 	require.NoError(t, l.Close())
-	rep, err := verifyFS(fs, cfg.Dir) // balances sum to zero and replay consistently
+	rep, err := verifyDir(fs, cfg.Dir) // balances sum to zero and replay consistently
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, rep.LastTx, x.Committed)
 }

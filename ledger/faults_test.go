@@ -108,7 +108,7 @@ func TestDiskFaultWAL(t *testing.T) {
 			require.GreaterOrEqual(t, x.Committed, TxID(59))
 			require.LessOrEqual(t, x.Committed, TxID(60), "only the faulted tx can be extra")
 			require.NoError(t, l.Close())
-			_, err = Verify(dir)
+			_, err = verifyDir(nil, dir)
 			require.NoError(t, err)
 		})
 	}

@@ -5,13 +5,13 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"runtime"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lanework/lanework/ledger/internal/offline"
 	"github.com/stretchr/testify/require"
 )
 
@@ -89,7 +89,7 @@ func checkRecovered(t *testing.T, cfg Config, acks []Result, bal []int64) recove
 		require.Equal(t, id, r.DupOf, "ref %d", ref)
 	}
 	require.NoError(t, l.Close())
-	rep, err := verifyFS(cfg.FS, cfg.Dir)
+	rep, err := verifyDir(cfg.FS, cfg.Dir)
 	require.NoError(t, err)
 	for _, s := range rep.Snapshots {
 		require.True(t, s.Valid, "%+v", s)
@@ -290,10 +290,10 @@ func TestFuzzySnapshotInconsistentRefused(t *testing.T) {
 	var ce *CorruptError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, idKey(prefixSnapshot, 90), ce.Key)
-	rep, err := Verify(cfg.Dir)
+	rep, err := verifyDir(nil, cfg.Dir)
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.Equal(t, idKey(prefixSnapshot, 90), rep.Findings[0].Key)
-	require.Equal(t, []SnapshotCheck{{TxID: 90, Valid: true}}, rep.Snapshots)
+	require.Equal(t, []snapshotCheck{{TxID: 90, Valid: true}}, rep.Snapshots)
 }
 
 // TestFuzzySnapshotWindowConsistent: the same fuzzy claim with the true
@@ -305,9 +305,9 @@ func TestFuzzySnapshotWindowConsistent(t *testing.T) {
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
 		writeClaim(t, db, &cfg, 90, false, nil)
 	})
-	rep, err := Verify(cfg.Dir)
+	rep, err := verifyDir(nil, cfg.Dir)
 	require.NoError(t, err)
-	require.Equal(t, []SnapshotCheck{{TxID: 90, Valid: true, Replayed: true}}, rep.Snapshots)
+	require.Equal(t, []snapshotCheck{{TxID: 90, Valid: true, Replayed: true}}, rep.Snapshots)
 	rec, x, bal, err := openState(t, cfg)
 	require.NoError(t, err)
 	require.Equal(t, uint64(90), rec.snapshot)
@@ -330,9 +330,9 @@ func TestOldFormatRefused(t *testing.T) {
 		require.ErrorContains(t, err, fmt.Sprintf("%s has format %d", cfg.Dir, v))
 		require.ErrorContains(t, err, "ledger dump")
 		require.ErrorContains(t, err, "ledger account create")
-		_, err = Verify(cfg.Dir)
+		_, err = verifyDir(nil, cfg.Dir)
 		require.ErrorIs(t, err, ErrIncompatible)
-		require.ErrorIs(t, Dump(cfg.Dir, 1, 0, io.Discard), ErrIncompatible)
+		require.ErrorIs(t, dumpDir(nil, cfg.Dir, 1, 0, func(*offline.Tx) error { return nil }), ErrIncompatible)
 		require.Equal(t, before, dirDigest(t, cfg.Dir))
 	}
 }
@@ -413,7 +413,7 @@ func fuzzyAnchor(t *testing.T, bad bool) {
 		require.NoError(t, err)
 	})
 	rewriteWALFrom(t, cfg.Dir, 91) // the batch holding 91 stays
-	rep, err := Verify(cfg.Dir)
+	rep, err := verifyDir(nil, cfg.Dir)
 	if bad {
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.Equal(t, idKey(prefixSnapshot, 90), rep.Findings[0].Key)
@@ -424,7 +424,7 @@ func fuzzyAnchor(t *testing.T, bad bool) {
 		return
 	}
 	require.NoError(t, err)
-	require.Equal(t, []SnapshotCheck{{TxID: 90, Valid: true}}, rep.Snapshots, "anchoring, not compared")
+	require.Equal(t, []snapshotCheck{{TxID: 90, Valid: true}}, rep.Snapshots, "anchoring, not compared")
 	require.Greater(t, rep.FirstTx, TxID(1))
 	rec, x, bal, err := openState(t, cfg)
 	require.NoError(t, err)

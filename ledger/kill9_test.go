@@ -189,7 +189,7 @@ func (k *killChecker) check(t *testing.T, trialAcks []Result, full bool) int {
 	k.scanned = uint64(x.Committed) // the resubmissions are durable too
 	require.NoError(t, l.Close())
 	if full {
-		rep, err := Verify(cfg.Dir)
+		rep, err := verifyDir(nil, cfg.Dir)
 		require.NoError(t, err)
 		require.True(t, rep.FromZero || rep.LastTx == 0, "%+v", rep)
 	}

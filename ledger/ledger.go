@@ -29,70 +29,81 @@ const (
 type pad [128]byte
 
 // Ledger is an open ledger. All methods are safe for concurrent use.
+//
+// Fields are grouped by the stage that writes them; pads keep fields that
+// different goroutines write on separate cache lines.
 type Ledger struct {
-	cfg Config
-	db  *pebble.DB
-	wal *wal.Writer // appended to by the WAL stage only; Find and RemoveBelow from others
-	pm  *pressure.Manager
-	// Stage handles by role, for targeted wakes: a publisher wakes the
-	// stage it feeds, so parked stages downstream stay parked.
+	// Set by Open, read-only after.
+	cfg       Config
+	db        *pebble.DB
+	pm        *pressure.Manager
+	base      uint64 // id of Sequencer ticket 0
+	epoch     time.Time
+	epochWall int64 // with epoch, the Transactor's clock (now)
+	recovered recoveryInfo
+	// The rings between the stages, and the stages by role for targeted
+	// wakes: a publisher wakes the stage it feeds, so parked stages
+	// downstream stay parked.
+	seq                          *ringbuf.MPSC[request]  // submitters -> Transactor
+	toWAL                        *ringbuf.SPSC[txRecord] // Transactor -> WAL
+	toSnap                       *ringbuf.SPSC[txRecord] // WAL -> Snapshotter
 	txStage, walStage, snapStage *pressure.Stage
-	base                         uint64 // id of Sequencer ticket 0
+	wal                          *wal.Writer        // appended to by the WAL stage only; Find and RemoveBelow from others
+	readable                     []atomic.Int64     // cells, 4 per account slot; elements stored by the Snapshotter only
+	accts                        *accountTable      // inserted into by the Transactor only; probed by readers
+	persistCh                    chan *snapshotData // Snapshotter -> persister
 
-	seq    *ringbuf.MPSC[request]
-	toWAL  *ringbuf.SPSC[txRecord]
-	toSnap *ringbuf.SPSC[txRecord]
-
-	// Each index is stored by its stage after the work it names is
-	// published (ring commit, pebble Sync, balance stores). The atomics are
-	// sequentially consistent, so a goroutine that loads an index >= id
-	// also observes everything the stage did for id.
+	// The progress indexes, one per stage. Each is stored by its stage
+	// after the work it names is published (ring commit, WAL sync,
+	// balance stores). The atomics are sequentially consistent, so a
+	// goroutine that loads an index >= id also observes everything the
+	// stage did for id.
 	_         pad
-	state     atomic.Uint64
+	state     atomic.Uint64 // submitters: calls in flight; Close and fail: the closed and failed bits
 	_         pad
-	sequenced atomic.Uint64 // max id returned by a submit
+	sequenced atomic.Uint64 // submitters: max id returned by a submit
 	_         pad
-	computed  atomic.Uint64 // written by the Transactor
+	computed  atomic.Uint64 // Transactor
 	_         pad
-	committed atomic.Uint64 // written by the WAL, after Sync returned
+	committed atomic.Uint64 // WAL, after the sync returned
 	_         pad
-	snapshot  atomic.Uint64 // written by the Snapshotter
+	snapshot  atomic.Uint64 // Snapshotter
 	applying  atomic.Uint64 // Snapshotter: last id of the batch it is storing (>= snapshot)
 	_         pad
 
-	waits    [Snapshot + 1]waitList // indexed by Level
-	readable []atomic.Int64         // cells (4 per account slot), written by the Snapshotter only
-	accts    *accountTable          // written by the Transactor only; probed by readers
+	// Waiters, released by the stage that advances their level.
+	waits [Snapshot + 1]waitList // Wait calls, indexed by Level
+	fns   fnList                 // SubmitFunc and SubmitAndWait deliveries not yet made
 	// visible is the number of account slots whose creation the
 	// Snapshotter has applied: readers see those accounts only.
 	visible atomic.Uint64
 
-	// halt mirrors failedBit on a line of its own: stages poll it on every
-	// empty iteration, and state is written twice by every submit.
+	// Stopping. halt mirrors failedBit on a line of its own: stages poll
+	// it on every empty iteration, and state is written twice by every
+	// submit.
 	_        pad
 	halt     atomic.Bool
 	_        pad
-	stopping atomic.Bool // set by Close once no submit is in flight
-	txDone   atomic.Bool // the Transactor has published its last record
-	walDone  atomic.Bool
+	stopping atomic.Bool // Close: set once no submit is in flight
+	txDone   atomic.Bool // Transactor: it has published its last record
+	walDone  atomic.Bool // WAL: likewise
 
-	epoch     time.Time // monotonic base for timestamps
-	epochWall int64
+	// Transactor: counters for Stats.
+	_        pad
+	outcomes [numKinds][numFailReasons]atomic.Uint64
+	ovSweeps atomic.Uint64 // overlay sweeps
+	ovWaits  atomic.Uint64 // waits for overlay room
 
-	persistCh chan *snapshotData // Snapshotter -> persister
-	persisted atomic.Uint64      // tx id of the newest persisted snapshot
+	// WAL: counters for Stats.
+	_          pad
+	walBatches atomic.Uint64 // group commits synced
+	walBytes   atomic.Uint64 // their encoded size
+	walSyncNs  atomic.Uint64 // time spent in synced commits
 
-	// Counters for Stats, each block written by one goroutine.
-	_          pad
-	outcomes   [numKinds][numFailReasons]atomic.Uint64 // Transactor
-	ovSweeps   atomic.Uint64                                    // Transactor: overlay sweeps
-	ovWaits    atomic.Uint64                                    // Transactor: waits for overlay room
-	_          pad
-	walBatches atomic.Uint64 // WAL: group commits synced
-	walBytes   atomic.Uint64 // WAL: their encoded size
-	walSyncNs  atomic.Uint64 // WAL: time spent in synced commits
-	_          pad
-	snapshots  atomic.Uint64 // persister: snapshots made durable since Open
+	// Snapshotter and persister.
+	_         pad
+	persisted atomic.Uint64 // persister: tx id of the newest persisted snapshot
+	snapshots atomic.Uint64 // persister: snapshots made durable since Open
 	// spare is the one snapshot buffer while the Snapshotter may fill it
 	// (nil while the persister holds it). The persister stores it back and
 	// then calls Wake, so a Snapshotter with a request pending, polling
@@ -103,15 +114,12 @@ type Ledger struct {
 	// snapshot to cover; raised by callers (CAS-max, then Wake), read by
 	// the Snapshotter every iteration.
 	snapWant  atomic.Uint64
-	snapWaits waitList // Snapshot calls, by snapWant id, released by the persister
-	// snapHook, if set (tests), runs in the persister after each chunk.
-	snapHook atomic.Pointer[func(chunk uint32)]
+	snapWaits waitList                           // Snapshot calls, by snapWant id, released by the persister
+	snapHook  atomic.Pointer[func(chunk uint32)] // tests: runs in the persister after each chunk
 
-	recovered recoveryInfo
-
+	// Lifecycle: Close and fail.
 	wg        sync.WaitGroup
 	stopped   chan struct{} // closed when the pipeline stops (Close or failure)
-	fns       fnList        // SubmitFunc callbacks not yet called
 	swept     chan struct{} // closed when sweepFns is done
 	stopOnce  sync.Once
 	errMu     sync.Mutex
@@ -397,48 +405,31 @@ func (l *Ledger) SubmitBatch(ops []Op) (first, last TxID, err error) {
 var batchPool = sync.Pool{New: func() any { return new([]request) }}
 
 // SubmitAndWait submits op and waits until it reaches level (Computed,
-// Committed or Snapshot), then returns its Result. The result is delivered
-// by the stage that reaches the level, without polling. If ctx ends first,
-// the transaction still executes; SubmitAndWait returns ctx's error and the
-// result carries only the id if one was assigned.
+// Committed or Snapshot), then returns its Result. It is SubmitFunc with a
+// callback that wakes the caller: the result is delivered by the stage that
+// reaches the level, without polling, and a failure or Close ends the wait
+// with its error. If ctx ends first, the transaction still executes;
+// SubmitAndWait returns ctx's error and a Result carrying only the id.
 func (l *Ledger) SubmitAndWait(ctx context.Context, op Op, level Level) (Result, error) {
-	if level < Computed || level > Snapshot {
-		return Result{}, ErrLevel
-	}
-	var r request
-	if err := prepare(op, &r); err != nil {
-		return Result{}, &InputError{Err: err}
-	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	w := opWaiterPool.Get().(*opWaiter)
-	r.w, r.wlevel = w, level
-	id, err := l.push(&r)
+	w := resultWaitPool.Get().(*resultWait)
+	id, err := l.SubmitFunc(op, level, w.deliver)
 	if err != nil {
-		opWaiterPool.Put(w)
+		resultWaitPool.Put(w)
 		return Result{}, err
 	}
 	select {
 	case <-w.done:
-		return w.take(), nil
-	case <-ctx.Done():
-		return Result{ID: id}, ctx.Err() // w is abandoned, not reused
-	case <-l.stopped:
-		select {
-		case <-w.done:
-			return w.take(), nil
-		default:
-			return Result{ID: id}, l.stoppedErr()
+		res, err := w.take()
+		if err != nil {
+			res.ID = id
 		}
+		return res, err
+	case <-ctx.Done():
+		return Result{ID: id}, ctx.Err() // w is abandoned: its callback still runs, into done
 	}
-}
-
-func (w *opWaiter) take() Result {
-	res := w.res
-	w.res = Result{}
-	opWaiterPool.Put(w)
-	return res
 }
 
 func (l *Ledger) stoppedErr() error {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/lanework/lanework/ledger/internal/offline"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,9 +37,9 @@ func TestOpenLocked(t *testing.T) {
 		_, err := Open(Config{Dir: dir, MaxAccounts: 16})
 		require.ErrorIs(t, err, ErrLocked)
 		require.ErrorContains(t, err, dir)
-		_, err = Verify(dir)
+		_, err = verifyDir(nil, dir)
 		require.ErrorIs(t, err, ErrLocked)
-		require.ErrorIs(t, Dump(dir, 1, 0, io.Discard), ErrLocked)
+		require.ErrorIs(t, dumpDir(nil, dir, 1, 0, func(*offline.Tx) error { return nil }), ErrLocked)
 	}
 	t.Run("this process", func(t *testing.T) {
 		dir := t.TempDir()
@@ -75,6 +76,6 @@ func TestOpenLocked(t *testing.T) {
 		require.NoError(t, l.Close())
 	})
 	// Not a lock: a missing directory for the offline tools.
-	_, err := Verify(t.TempDir() + "/missing")
+	_, err := verifyDir(nil, t.TempDir()+"/missing")
 	require.False(t, errors.Is(err, ErrLocked), "%v", err)
 }

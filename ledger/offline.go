@@ -6,10 +6,11 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lanework/lanework/ledger/internal/offline"
 )
 
 // openOffline opens a closed ledger directory read-only for the offline
-// tools and returns its meta record. Nothing on disk changes: pebble replays
+// tools (package inspect) and returns its meta record. Nothing on disk changes: pebble replays
 // its own log into memory only.
 func openOffline(fs vfs.FS, dir string) (*pebble.DB, meta, error) {
 	if fs == nil {
@@ -57,4 +58,32 @@ func readMeta(db *pebble.DB, dir string) (meta, error) {
 		return meta{}, &CorruptError{Key: metaKey, Reason: fmt.Sprintf("MaxAccounts %d does not match fingerprint %08x", m.MaxAccounts, m.Fingerprint)}
 	}
 	return m, nil
+}
+
+// The offline tools of package inspect reach the engine through
+// internal/offline.
+func init() {
+	offline.Verify = func(fs vfs.FS, dir string) (*offline.Report, error) {
+		rep, err := verifyDir(fs, dir)
+		if rep == nil {
+			return nil, err
+		}
+		return rep.export(), err
+	}
+	offline.Dump = dumpDir
+}
+
+func (r *verifyReport) export() *offline.Report {
+	out := &offline.Report{MaxAccounts: r.MaxAccounts, FirstTx: uint64(r.FirstTx), LastTx: uint64(r.LastTx),
+		Batches: r.Batches, Transactions: r.Transactions, FromZero: r.FromZero}
+	if t := r.TornTail; t != nil {
+		out.TornTail = &offline.Torn{File: t.File, Offset: t.Offset, Dropped: t.Dropped, LastKept: uint64(t.LastKept)}
+	}
+	for _, s := range r.Snapshots {
+		out.Snapshots = append(out.Snapshots, offline.Snapshot{TxID: uint64(s.TxID), Valid: s.Valid, Replayed: s.Replayed})
+	}
+	for _, f := range r.Findings {
+		out.Findings = append(out.Findings, f)
+	}
+	return out
 }

@@ -83,10 +83,10 @@ type Composite struct {
 }
 
 func (CreateAccount) isOp() {}
-func (Deposit) isOp()    {}
-func (Withdrawal) isOp() {}
-func (Transfer) isOp()   {}
-func (Composite) isOp()  {}
+func (Deposit) isOp()       {}
+func (Withdrawal) isOp()    {}
+func (Transfer) isOp()      {}
+func (Composite) isOp()     {}
 
 // Kind is the type of a journaled transaction.
 type Kind uint8
@@ -116,7 +116,7 @@ func (k Kind) String() string {
 type request struct {
 	kind    Kind
 	flags   CompositeFlags
-	a, b    uint64 // account (Deposit, Withdrawal); from, to (Transfer); id (CreateAccount)
+	a, b    uint64   // account (Deposit, Withdrawal); from, to (Transfer); id (CreateAccount)
 	acct    acctMeta // CreateAccount
 	amount  uint64
 	userRef uint64

@@ -186,7 +186,7 @@ func TestInconsistentBalanceRefusesToOpen(t *testing.T) {
 	require.Equal(t, b.off, ce.Offset)
 	require.Contains(t, ce.Reason, "recorded as")
 	require.Equal(t, before, dirDigest(t, cfg.Dir))
-	rep, err := Verify(cfg.Dir)
+	rep, err := verifyDir(nil, cfg.Dir)
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.Equal(t, TxID(b.first), rep.Findings[0].FirstTx)
 	require.Contains(t, rep.Findings[0].Reason, "recorded as")
@@ -206,7 +206,7 @@ func TestGapRefusesToOpen(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, TxID(b.first), ce.FirstTx)
 	require.Contains(t, ce.Reason, "want")
-	_, err = Verify(cfg.Dir)
+	_, err = verifyDir(nil, cfg.Dir)
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, TxID(b.first), ce.FirstTx)
 }

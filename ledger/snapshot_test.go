@@ -65,9 +65,9 @@ func TestSnapshotDurable(t *testing.T) {
 	tail := deposits(t, l, 10)
 	require.NoError(t, l.Close())
 
-	rep, err := Verify(dir)
+	rep, err := verifyDir(nil, dir)
 	require.NoError(t, err)
-	require.Equal(t, []SnapshotCheck{{TxID: id, Valid: true, Replayed: true}}, rep.Snapshots)
+	require.Equal(t, []snapshotCheck{{TxID: id, Valid: true, Replayed: true}}, rep.Snapshots)
 
 	l2, err := Open(cfg)
 	require.NoError(t, err)

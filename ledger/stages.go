@@ -7,6 +7,60 @@ import (
 	"github.com/lanework/lanework/pressure"
 )
 
+// The pipeline's invariants. Every change to the stage code keeps them;
+// the comments below refer to them by number.
+//
+//  1. Ids. A transaction's id is base plus its ticket in the Sequencer ring
+//     (seq): ids are dense, a batch's are contiguous, and every stage sees
+//     the transactions in id order (each ring has one consumer and is FIFO).
+//
+//  2. One writer each. The Transactor alone writes the working balances
+//     (the overlay, overlay.go) and runs business logic; the Snapshotter
+//     alone stores readable balances; each index has one writer (its
+//     stage), but Sequenced, a CAS-max of the submitters.
+//
+//  3. Work, then index. A stage stores its index only after the work it
+//     names is done and visible: Computed after execution, Committed after
+//     the WAL record holding the transactions is fdatasync'd, Snapshot after
+//     the balance stores. The indexes are sequentially consistent atomics,
+//     so Snapshot <= Committed <= Computed holds at every instant, and a
+//     load of an index >= id observes everything done for id.
+//
+//  4. Nothing acknowledged at Committed is lost. Committed advances only
+//     after wal.Writer.Append returned; a failed append fails the ledger,
+//     and no index moves again.
+//
+//  5. Entries are final. Downstream of the Transactor nobody re-runs logic:
+//     the WAL encodes the records, the Snapshotter stores their resulting
+//     balances, recovery replays the same entries.
+//
+//  6. Delivery exactly once. A waiter's result is delivered by the stage
+//     that brings the transaction to its level, before that stage hands the
+//     record's slot on (Transactor: before toWAL.Commit; WAL and
+//     Snapshotter: before Advance), or, after a failure, by sweepFns once
+//     every stage has stopped. Whoever unlinks the waiter from fns calls it.
+//
+//  7. Bounded memory, back pressure. Each ring is fixed; a stage whose
+//     output ring is full waits for its consumer; the Transactor waits when
+//     the overlay holds no room for transactions above Snapshot. Nothing
+//     grows with load.
+//
+//  8. No lost wakeup. A publisher calls Wake on its consumer after every
+//     publication (submitters also before, so a parked Transactor is already
+//     waking), a consumer after consuming (a blocked producer gets the CPU).
+//
+//  9. Drain on Close. A stage exits only when its upstream's done flag is
+//     set and its input ring is empty; the upstream stores the flag after
+//     its last publication, so reloading the ring after seeing the flag
+//     cannot miss an item. Close sets stopping once no submit is in flight,
+//     so everything sequenced becomes durable before Close returns. A
+//     failure (halt) stops every stage at its next check instead.
+//
+// 10. Snapshots are fuzzy, and recovery knows it. The persister reads the
+//     readable balances while the Snapshotter goes on applying; a snapshot
+//     names the window (its id, applying) it may be ahead by, and recovery
+//     replays the WAL over that window (recovery.go).
+
 const (
 	// transactorRun bounds the requests the Transactor takes per iteration.
 	transactorRun = 4096
@@ -21,12 +75,8 @@ const (
 )
 
 // Every stage loop follows one pattern: take what is ready; if nothing is,
-// exit once the upstream stage has finished and the ring is empty (the
-// upstream stores its done flag after its last publication, so reloading the
-// ring after seeing the flag cannot miss an item), else let the pressure
-// manager decide how to wait. After publishing, a stage calls Wake so that a
-// parked neighbour sees the work; after consuming, so that a producer blocked
-// on a full ring gets the CPU back promptly.
+// exit as invariant 9 says, else let the pressure manager decide how to
+// wait; Wake as invariant 8 says.
 
 // runTransactor is the single writer of the working balances (the overlay
 // over the readable balances, see overlay.go).

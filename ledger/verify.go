@@ -10,8 +10,9 @@ import (
 	"github.com/lanework/lanework/ledger/internal/wal"
 )
 
-// VerifyReport is what Verify found in a ledger directory.
-type VerifyReport struct {
+// verifyReport is what verifyDir found in a ledger directory; package
+// inspect presents it (inspect.VerifyReport documents the fields).
+type verifyReport struct {
 	MaxAccounts  uint64
 	FirstTx      TxID // first transaction in the WAL; 0 if the WAL is empty
 	LastTx       TxID // last transaction in a decodable WAL batch
@@ -22,16 +23,16 @@ type VerifyReport struct {
 	FromZero bool
 	// TornTail is the torn tail of the newest WAL segment (the remains of
 	// a write cut short by a crash, never acknowledged), nil if none. Open
-	// drops it; Verify does not count it as a finding.
+	// drops it; verifyDir does not count it as a finding.
 	TornTail  *TornTail
-	Snapshots []SnapshotCheck
-	// Findings lists every inconsistency, in key order. Verify returns a
+	Snapshots []snapshotCheck
+	// Findings lists every inconsistency, in key order. verifyDir returns a
 	// non-nil error exactly when it is non-empty.
 	Findings []*CorruptError
 }
 
-// SnapshotCheck is the verdict on one persisted snapshot.
-type SnapshotCheck struct {
+// snapshotCheck is the verdict on one persisted snapshot.
+type snapshotCheck struct {
 	TxID TxID
 	// Valid: the manifest, every chunk checksum, the zero balance sum and
 	// the dedup window verify, so Open could load it.
@@ -42,7 +43,7 @@ type SnapshotCheck struct {
 	Replayed bool
 }
 
-// Verify checks a closed ledger directory without changing it: the meta
+// verifyDir checks a closed ledger directory without changing it: the meta
 // record; every WAL batch's checksum and structure; contiguous transaction
 // ids; the zero sum of every transaction; that every entry's resulting
 // balance continues the account's previous one; every snapshot, and that it
@@ -51,9 +52,7 @@ type SnapshotCheck struct {
 // joins the findings (each a *CorruptError, matching ErrCorrupt). Errors
 // opening the directory are returned with a nil report; a directory of
 // another format version fails with ErrIncompatible.
-func Verify(dir string) (*VerifyReport, error) { return verifyFS(nil, dir) }
-
-func verifyFS(fs vfs.FS, dir string) (*VerifyReport, error) {
+func verifyDir(fs vfs.FS, dir string) (*verifyReport, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
@@ -61,13 +60,13 @@ func verifyFS(fs vfs.FS, dir string) (*VerifyReport, error) {
 	if err != nil {
 		var ce *CorruptError
 		if errors.As(err, &ce) {
-			return &VerifyReport{Findings: []*CorruptError{ce}}, err
+			return &verifyReport{Findings: []*CorruptError{ce}}, err
 		}
 		return nil, err
 	}
 	defer db.Close()
 	cells := cellsPerAccount * m.MaxAccounts
-	v := &verifier{rep: &VerifyReport{MaxAccounts: m.MaxAccounts}, bal: make([]int64, cells), known: make([]bool, cells),
+	v := &verifier{rep: &verifyReport{MaxAccounts: m.MaxAccounts}, bal: make([]int64, cells), known: make([]bool, cells),
 		slots: map[uint64]uint64{SystemAccount: 0}, ledgers: []uint32{0}}
 	if err := v.loadSnapshots(db); err != nil {
 		return nil, err
@@ -92,12 +91,12 @@ func verifyFS(fs vfs.FS, dir string) (*VerifyReport, error) {
 }
 
 type snapState struct {
-	id   uint64 // S0
-	end  uint64 // S1 (TxEnd); id for an exact snapshot
+	id    uint64  // S0
+	end   uint64  // S1 (TxEnd); id for an exact snapshot
 	bal   []int64 // cells
 	accts []acctMeta
 	refs  []refEntry
-	rep   int // index in VerifyReport.Snapshots
+	rep   int // index in verifyReport.Snapshots
 	// While the replay is in (id, end]: accounts whose chunk value was not
 	// their replayed balance at id, and must be one of their resulting
 	// balances in the window; and whether the snapshot can still be
@@ -110,9 +109,9 @@ type snapState struct {
 // from transaction 1 or a snapshot, none after a damaged stretch until an
 // account's next entry (or a snapshot) re-anchors it.
 type verifier struct {
-	rep    *VerifyReport
-	bal    []int64 // cells, 4 per account slot
-	known  []bool
+	rep   *verifyReport
+	bal   []int64 // cells, 4 per account slot
+	known []bool
 	// slots maps the account ids the replay or a snapshot created to their
 	// slots; ledgers holds each slot's ledger.
 	slots   map[uint64]uint64
@@ -122,10 +121,10 @@ type verifier struct {
 	// for unknown accounts are not findings and creations are not learned
 	// (their slots are not known).
 	allAccounts bool
-	nKnown uint64
-	last   uint64 // last transaction replayed
-	snaps  []snapState
-	next   int // first snapshot not yet reached by the replay
+	nKnown      uint64
+	last        uint64 // last transaction replayed
+	snaps       []snapState
+	next        int // first snapshot not yet reached by the replay
 	// active are the fuzzy snapshots whose window the replay is in.
 	active []*snapState
 	// anchored holds the chunk values of accounts whose balance the replay
@@ -174,7 +173,7 @@ func (v *verifier) loadSnapshots(db *pebble.DB) error {
 			v.finding(keyLoc(it.Key()), 0, 0, "malformed snapshot key")
 			continue
 		}
-		v.rep.Snapshots = append(v.rep.Snapshots, SnapshotCheck{TxID: TxID(id)})
+		v.rep.Snapshots = append(v.rep.Snapshots, snapshotCheck{TxID: TxID(id)})
 		bal := make([]int64, cellsPerAccount*v.rep.MaxAccounts)
 		var accts []acctMeta
 		info, err := readSnapshot(db, v.rep.MaxAccounts, id, it.Value(), func(first uint64, raw []byte) {

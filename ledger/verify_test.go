@@ -1,13 +1,9 @@
 package ledger
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -46,7 +42,7 @@ func fillLedger(t *testing.T, cfg Config, n int) {
 func TestVerifyClean(t *testing.T) {
 	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: 300, WALRetention: -1, WALMaxBatch: 32}
 	fillLedger(t, cfg, 1000)
-	rep, err := Verify(cfg.Dir)
+	rep, err := verifyDir(nil, cfg.Dir)
 	require.NoError(t, err)
 	require.Empty(t, rep.Findings)
 	require.True(t, rep.FromZero)
@@ -72,7 +68,7 @@ func TestVerifyPrunedWAL(t *testing.T) {
 	// apart, and a retention that keeps the older snapshot in the WAL.
 	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: 2000, WALRetention: 2500, WALMaxBatch: 64, WALSegmentSize: 256 << 10}
 	fillLedger(t, cfg, 12000)
-	rep, err := Verify(cfg.Dir)
+	rep, err := verifyDir(nil, cfg.Dir)
 	require.NoError(t, err)
 	require.False(t, rep.FromZero)
 	require.Greater(t, rep.FirstTx, TxID(1))
@@ -112,11 +108,11 @@ func TestVerifyFindsWrongSnapshot(t *testing.T) {
 		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs, accounts: r.accts.n}, r.bal, r.accts.meta, func() uint64 { return 100 }, nil, nil)
 		require.NoError(t, err)
 	})
-	rep, err := Verify(cfg.Dir)
+	rep, err := verifyDir(nil, cfg.Dir)
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.Len(t, rep.Findings, 1)
 	require.Equal(t, idKey(prefixSnapshot, 100), rep.Findings[0].Key)
-	require.Equal(t, []SnapshotCheck{{TxID: 100, Valid: true}}, rep.Snapshots)
+	require.Equal(t, []snapshotCheck{{TxID: 100, Valid: true}}, rep.Snapshots)
 }
 
 func TestVerifyTornTailIsNoFinding(t *testing.T) {
@@ -125,7 +121,7 @@ func TestVerifyTornTailIsNoFinding(t *testing.T) {
 	bs := walBatches(t, cfg.Dir)
 	last := bs[len(bs)-1]
 	flipByte(t, last.file, last.off+19+int64(last.size)/2)
-	rep, err := Verify(cfg.Dir)
+	rep, err := verifyDir(nil, cfg.Dir)
 	require.NoError(t, err)
 	require.Equal(t, &TornTail{File: walDir + "/" + filepath.Base(last.file), Offset: last.off, Dropped: rep.TornTail.Dropped, LastKept: TxID(last.first - 1)}, rep.TornTail)
 	require.Positive(t, rep.TornTail.Dropped)
@@ -133,70 +129,20 @@ func TestVerifyTornTailIsNoFinding(t *testing.T) {
 }
 
 func TestOfflineToolsRefuseNonLedger(t *testing.T) {
-	_, err := Verify(t.TempDir() + "/missing")
+	_, err := verifyDir(nil, t.TempDir()+"/missing")
 	require.Error(t, err)
 	// An empty directory (or one of something else) is no ledger, and the
 	// tools leave it as it was: no LOCK file appears in it.
 	empty := t.TempDir()
-	_, err = Verify(empty)
+	_, err = verifyDir(nil, empty)
 	require.ErrorIs(t, err, ErrNoLedger)
-	require.ErrorIs(t, Dump(empty, 0, 0, &bytes.Buffer{}), ErrNoLedger)
+	require.ErrorIs(t, dumpDir(nil, empty, 0, 0, nil), ErrNoLedger)
 	left, err := os.ReadDir(empty)
 	require.NoError(t, err)
 	require.Empty(t, left)
 	dir := t.TempDir()
 	withDB(t, dir, func(db *pebble.DB) { require.NoError(t, db.Set([]byte("x"), nil, pebble.Sync)) })
-	_, err = Verify(dir)
+	_, err = verifyDir(nil, dir)
 	require.ErrorIs(t, err, ErrCorrupt)
-	require.ErrorIs(t, Dump(dir, 0, 0, &bytes.Buffer{}), ErrCorrupt)
-}
-
-func TestDump(t *testing.T) {
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALMaxBatch: 8}
-	fillLedger(t, cfg, 100)
-	var buf bytes.Buffer
-	require.NoError(t, Dump(cfg.Dir, 5, 24, &buf))
-	sc := bufio.NewScanner(&buf)
-	want := TxID(5)
-	for sc.Scan() {
-		var tx DumpTx
-		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
-		dec.DisallowUnknownFields()
-		require.NoError(t, dec.Decode(&tx))
-		require.Equal(t, want, tx.ID)
-		require.NotNil(t, tx.Entries)
-		var sum int64 // credits minus debits
-		for _, e := range tx.Entries {
-			if strings.HasPrefix(e.Column, "debits_") {
-				sum -= e.Delta
-			} else {
-				sum += e.Delta
-			}
-		}
-		require.Zero(t, sum)
-		switch {
-		case want <= 7:
-			require.Equal(t, "create_account", tx.Kind)
-			require.Equal(t, &DumpAccount{ID: uint64(want), Ledger: 1, Flags: uint16(DebitsMustNotExceedCredits)}, tx.Account)
-		case want%5 == 1: // i%5 == 0: a deposit with a ref
-			require.Equal(t, "deposit", tx.Kind)
-			require.Equal(t, "ok", tx.Fail)
-			require.Equal(t, uint64(1000+want-1), tx.UserRef)
-		case want%5 == 0: // i%5 == 4: a withdrawal reusing the ref of tx want-4
-			if want-4 <= 7 { // tx want-4 created an account, without a ref
-				require.Equal(t, "exceeds_credits", tx.Fail)
-			} else {
-				require.Equal(t, "duplicate", tx.Fail)
-				require.Equal(t, want-4, tx.DupOf)
-			}
-			require.Empty(t, tx.Entries)
-		}
-		want++
-	}
-	require.NoError(t, sc.Err())
-	require.Equal(t, TxID(25), want)
-
-	buf.Reset()
-	require.NoError(t, Dump(cfg.Dir, 0, 0, &buf))
-	require.Equal(t, 100, bytes.Count(buf.Bytes(), []byte("\n")))
+	require.ErrorIs(t, dumpDir(nil, dir, 0, 0, nil), ErrCorrupt)
 }

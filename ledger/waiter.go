@@ -6,30 +6,23 @@ import (
 	"sync/atomic"
 )
 
-// opWaiter carries the outcome of a SubmitAndWait transaction. The request
-// holds a pointer to it through the pipeline; the stage that brings the
-// transaction to level fills res and sends one token on done. The send
-// happens before the waiter's receive, so res is visible to it.
+// opWaiter is a transaction's pending delivery: the request carries a
+// pointer to it through the pipeline, and the stage that brings the
+// transaction to its wait level calls fn with the result. While pending it
+// is linked into Ledger.fns, so that a failure can call fn instead: fn runs
+// exactly once, called by whoever unlinks the waiter. SubmitFunc is this
+// mechanism; SubmitAndWait blocks on it (see resultWait).
 type opWaiter struct {
-	done chan struct{} // capacity 1
-	res  Result
-	// fn, for SubmitFunc, is called with the result instead of a send on
-	// done; while it is pending the waiter is linked into Ledger.fns.
 	fn         func(Result, error)
 	prev, next *opWaiter
 	listed     bool
 }
 
-var opWaiterPool = sync.Pool{New: func() any { return &opWaiter{done: make(chan struct{}, 1)} }}
+var opWaiterPool = sync.Pool{New: func() any { return new(opWaiter) }}
 
 // deliverOne hands r's result to its waiter, on the stage that brought r to
-// its wait level: a send on done, or the SubmitFunc callback.
+// its wait level.
 func (l *Ledger) deliverOne(w *opWaiter, r *txRecord) {
-	if w.fn == nil {
-		w.res = r.result()
-		w.done <- struct{}{}
-		return
-	}
 	if !l.fns.remove(w) {
 		return // swept: the failure was reported instead
 	}
@@ -37,6 +30,36 @@ func (l *Ledger) deliverOne(w *opWaiter, r *txRecord) {
 	w.fn = nil
 	opWaiterPool.Put(w)
 	fn(r.result(), nil)
+}
+
+// resultWait turns one SubmitFunc delivery into a blocking wait. Its
+// callback is bound once per pooled value, so a SubmitAndWait allocates no
+// closure. The send on done happens before the waiter's receive, so res and
+// err are visible to it.
+type resultWait struct {
+	done    chan struct{} // capacity 1: the callback never blocks
+	res     Result
+	err     error
+	deliver func(Result, error) // w.put
+}
+
+var resultWaitPool = sync.Pool{New: func() any {
+	w := &resultWait{done: make(chan struct{}, 1)}
+	w.deliver = w.put
+	return w
+}}
+
+func (w *resultWait) put(res Result, err error) {
+	w.res, w.err = res, err
+	w.done <- struct{}{}
+}
+
+// take returns the delivered outcome and recycles w.
+func (w *resultWait) take() (Result, error) {
+	res, err := w.res, w.err
+	w.res, w.err = Result{}, nil
+	resultWaitPool.Put(w)
+	return res, err
 }
 
 // idWaiter is a Wait call blocked on one id.

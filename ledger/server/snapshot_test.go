@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/inspect"
 	"github.com/lanework/lanework/ledger/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,11 +59,11 @@ func TestSnapshotOverTCPAndHTTP(t *testing.T) {
 
 	// Restart: recovery starts from the requested snapshot.
 	f.stop(t)
-	rep, err := ledger.Verify(f.dir)
+	rep, err := inspect.Verify(f.dir)
 	require.NoError(t, err)
 	require.NotEmpty(t, rep.Snapshots)
 	newest := rep.Snapshots[len(rep.Snapshots)-1]
-	assert.Equal(t, ledger.SnapshotCheck{TxID: 4, Valid: true, Replayed: true}, newest)
+	assert.Equal(t, inspect.SnapshotCheck{TxID: 4, Valid: true, Replayed: true}, newest)
 	f.l = reopened(t, f.dir)
 	assert.Equal(t, ledger.TxID(4), f.l.Stats().SnapshotTx)
 	f.s, err = New(f.l, Config{Addr: "127.0.0.1:0", HTTPAddr: "off"})

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/inspect"
 	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
@@ -25,7 +26,7 @@ func verifyCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return exitcode.Usage("verify: takes no arguments, got %d", c.NArg())
 			}
-			rep, err := ledger.Verify(c.String("dir"))
+			rep, err := inspect.Verify(c.String("dir"))
 			if rep == nil {
 				return fmt.Errorf("verify %s: %w", c.String("dir"), err)
 			}
@@ -89,7 +90,7 @@ type corruptErrorJSON struct {
 	Reason  string      `json:"reason"`
 }
 
-func verifyJSON(rep *ledger.VerifyReport) verifyReportJSON {
+func verifyJSON(rep *inspect.VerifyReport) verifyReportJSON {
 	out := verifyReportJSON{OK: len(rep.Findings) == 0, MaxAccounts: rep.MaxAccounts, FirstTx: rep.FirstTx, LastTx: rep.LastTx,
 		Transactions: rep.Transactions, Batches: rep.Batches, FromZero: rep.FromZero, TornTail: rep.TornTail,
 		Snapshots: []snapshotJSON{}, Findings: []corruptErrorJSON{}}
@@ -121,7 +122,7 @@ func dumpCommand() *cli.Command {
 				return exitcode.Usage("dump: --to %d is before --from %d", to, from)
 			}
 			bw := bufio.NewWriter(c.App.Writer)
-			err := ledger.Dump(c.String("dir"), ledger.TxID(from), ledger.TxID(to), bw)
+			err := inspect.Dump(c.String("dir"), ledger.TxID(from), ledger.TxID(to), bw)
 			if ferr := bw.Flush(); err == nil {
 				err = ferr
 			}
