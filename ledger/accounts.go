@@ -23,6 +23,29 @@ const (
 	accountFlagsMask = DebitsMustNotExceedCredits | CreditsMustNotExceedDebits | History | Closed
 )
 
+var accountFlagNames = [...]string{"debits_must_not_exceed_credits", "credits_must_not_exceed_debits", "history", "closed"}
+
+// Names returns the snake_case names of the flags set in f, in bit order.
+func (f AccountFlags) Names() []string {
+	names := []string{}
+	for i, n := range accountFlagNames {
+		if f&(1<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// AccountFlagByName returns the flag whose snake_case name is s.
+func AccountFlagByName(s string) (AccountFlags, bool) {
+	for i, n := range accountFlagNames {
+		if n == s {
+			return 1 << i, true
+		}
+	}
+	return 0, false
+}
+
 // Column names one of an account's four amounts.
 type Column uint8
 

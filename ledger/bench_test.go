@@ -27,14 +27,17 @@ func benchOps(n int, accounts uint64) []Op {
 }
 
 // BenchmarkSubmit is sustained durable throughput from one goroutine: each
-// op is a Submit, and the timer stops only once the last is Committed, so
-// ns/op is the pipeline's cost per transaction (WAL synced, snapshots on).
+// op is a Submit (deposits and transfers between the 1M accounts created
+// before the timer starts), and the timer stops only once the last is
+// Committed, so ns/op is the pipeline's cost per transaction (WAL synced,
+// snapshots on).
 func BenchmarkSubmit(b *testing.B) {
 	l, err := Open(Config{Dir: b.TempDir(), MaxAccounts: 1_000_000})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer l.Close()
+	createAccounts(b, l, 1_000_000)
 	ops := benchOps(1<<16, 1_000_000)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -60,6 +63,7 @@ func BenchmarkSubmitParallel(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close()
+	createAccounts(b, l, 1_000_000)
 	ops := benchOps(1<<16, 1_000_000)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -91,6 +95,7 @@ func BenchmarkRecovery(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	createAccounts(b, l, 1_000_000)
 	ops := benchOps(1<<12, 1_000_000)
 	for i := 0; i < n; i += len(ops) {
 		if _, _, err := l.SubmitBatch(ops); err != nil {
@@ -130,6 +135,7 @@ func BenchmarkClosedLoopCommit(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
+			createAccounts(b, l, 2)
 			ctx := context.Background()
 			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()

@@ -337,7 +337,7 @@ func TestOldFormatRefused(t *testing.T) {
 	}
 }
 
-var memoryAccounts = flag.Uint64("ledger.memory-accounts", 1<<20, "accounts TestMemoryPerAccount creates in its larger ledger (e.g. 10000000)")
+var memoryAccounts = flag.Uint64("ledger.memory-accounts", 1<<19, "accounts TestMemoryPerAccount creates in its larger ledger (e.g. 10000000)")
 
 // TestMemoryPerAccount: the ledger's memory grows per account by what the
 // account table and the cells cost and nothing else: 32 bytes of metadata,
@@ -349,7 +349,7 @@ var memoryAccounts = flag.Uint64("ledger.memory-accounts", 1<<20, "accounts Test
 // accounts it was 8 bytes (one balance).
 func TestMemoryPerAccount(t *testing.T) {
 	if testing.Short() {
-		t.Skip("creates a million accounts")
+		t.Skip("creates 640Ki accounts")
 	}
 	heapAfterCreate := func(accounts uint64) uint64 {
 		var before, after runtime.MemStats

@@ -365,6 +365,12 @@ func (l *Ledger) advanceSequenced(id uint64) {
 // any op is invalid, none is submitted and the *InputError names its index.
 // A batch may hold at most Config.RingSize ops.
 func (l *Ledger) SubmitBatch(ops []Op) (first, last TxID, err error) {
+	return l.submitBatch(ops, nil, 0)
+}
+
+// submitBatch is SubmitBatch; with fn, every op gets a waiter calling fn at
+// level (SubmitBatchFunc).
+func (l *Ledger) submitBatch(ops []Op, fn func(Result, error), level Level) (first, last TxID, err error) {
 	if len(ops) == 0 || len(ops) > l.seq.Cap() {
 		return 0, 0, &InputError{Err: ErrBatchSize}
 	}
@@ -380,7 +386,21 @@ func (l *Ledger) SubmitBatch(ops []Op) (first, last TxID, err error) {
 			return 0, 0, &InputError{Index: i, Err: err}
 		}
 	}
+	if fn != nil {
+		for i := range reqs {
+			w := opWaiterPool.Get().(*opWaiter)
+			w.fn = fn
+			if !l.fns.add(w) {
+				w.fn = nil
+				opWaiterPool.Put(w)
+				l.dropWaiters(reqs[:i])
+				return 0, 0, l.stoppedErr()
+			}
+			reqs[i].w, reqs[i].wlevel = w, level
+		}
+	}
 	if err := l.enter(); err != nil {
+		l.dropWaiters(reqs)
 		return 0, 0, err
 	}
 	defer l.exit()
@@ -396,9 +416,23 @@ func (l *Ledger) SubmitBatch(ops []Op) (first, last TxID, err error) {
 			return TxID(f), TxID(lst), nil
 		}
 		if l.halted() {
+			l.dropWaiters(reqs)
 			return 0, 0, l.storageErr()
 		}
 		bo.wait()
+	}
+}
+
+// dropWaiters takes back the waiters of requests that were not submitted:
+// nobody else can deliver or sweep them.
+func (l *Ledger) dropWaiters(reqs []request) {
+	for i := range reqs {
+		if w := reqs[i].w; w != nil {
+			l.fns.remove(w)
+			w.fn = nil
+			opWaiterPool.Put(w)
+			reqs[i].w = nil
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -106,4 +107,52 @@ func balances(t testing.TB, l *Ledger) []int64 {
 		bal[a] = b
 	}
 	return bal
+}
+
+// TestBatchResults: SubmitBatchAndWait answers one Result per op, in op
+// order, with each op's id and its own fail reason, at every level; a
+// refused batch takes no id and calls nothing.
+func TestBatchResults(t *testing.T) {
+	l := openTest(t, Config{MaxAccounts: 8})
+	ctx := context.Background()
+	for _, level := range []Level{Computed, Committed, Snapshot} {
+		x, err := l.Indexes()
+		require.NoError(t, err)
+		base := x.Sequenced
+		ref := uint64(level) * 100
+		ops := []Op{
+			CreateAccount{ID: 1, Ledger: 1, Flags: DebitsMustNotExceedCredits}, // exists after the first round
+			CreateAccount{ID: 2, Ledger: 2},
+			Deposit{Account: 1, Amount: 10, UserRef: ref},
+			Deposit{Account: 1, Amount: 10, UserRef: ref},
+			Transfer{From: 1, To: 2, Amount: 5},
+			Withdrawal{Account: 1, Amount: 1 << 40},
+			Deposit{Account: 9, Amount: 1},
+		}
+		res, err := l.SubmitBatchAndWait(ctx, ops, level)
+		require.NoError(t, err)
+		require.Len(t, res, len(ops))
+		create := OK
+		if level != Computed {
+			create = Exists
+		}
+		want := []FailReason{create, create, OK, Duplicate, AccountsMustHaveSameLedger, ExceedsCredits, AccountNotFound}
+		for i, r := range res {
+			assert.Equal(t, base+TxID(i)+1, r.ID, "op %d", i)
+			assert.Equal(t, want[i], r.Fail, "op %d at %v", i, level)
+		}
+		assert.Equal(t, base+3, res[3].DupOf)
+		st, err := l.Status(res[len(res)-1].ID)
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, st, level)
+	}
+	_, err := l.SubmitBatchAndWait(ctx, []Op{Deposit{Account: 1, Amount: 1}, Deposit{Account: 1}}, Committed)
+	var ie *InputError
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, 1, ie.Index)
+	_, _, err = l.SubmitBatchFunc([]Op{Deposit{Account: 1, Amount: 1}}, Sequenced, func(Result, error) {})
+	require.ErrorIs(t, err, ErrLevel)
+	_, _, err = l.SubmitBatchFunc([]Op{Deposit{Account: 1, Amount: 1}}, Committed, nil)
+	require.ErrorIs(t, err, ErrNilFunc)
+	require.Zero(t, l.fns.head, "no waiter left behind")
 }

@@ -101,6 +101,10 @@ const (
 	numKinds
 )
 
+// NumKinds is the number of kinds, the invalid 0 included: they are
+// 0 .. NumKinds-1.
+const NumKinds = int(numKinds)
+
 var kindNames = [...]string{"invalid", "deposit", "withdrawal", "transfer", "composite", "create_account"}
 
 // String returns the kind's lower-case name.

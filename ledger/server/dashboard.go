@@ -115,7 +115,7 @@ func (s *Server) status() *jsonStatus {
 		Indexes: jsonIndexes(st.Indexes), Recovered: st.Recovered, Submitted: st.Submitted, Committed: st.Committed,
 		Snapshots: st.Snapshots, SnapshotTx: st.SnapshotTx}
 	j.WAL.Batches, j.WAL.Bytes, j.WAL.SyncNs, j.WAL.Syncs = st.WALBatches, st.WALBytes, int64(st.WALSyncTime), st.Syncs
-	for f := ledger.OK; f <= ledger.Duplicate; f++ {
+	for f := ledger.OK; int(f) < ledger.NumFailReasons; f++ {
 		j.Outcomes = append(j.Outcomes, jsonCount{f.String(), st.Fails(f)})
 	}
 	j.Overlay.Sweeps, j.Overlay.Waits = st.OverlaySweeps, st.OverlayWaits

@@ -42,27 +42,48 @@ func httpDo(t *testing.T, method, url, body string) (int, map[string]any) {
 }
 
 func TestHTTPAPI(t *testing.T) {
-	f := startServer(t, Config{})
+	f := startServerWith(t, Config{}, false)
 	u := f.httpURL()
 	code, out := httpDo(t, "POST", u+"/v1/ops", `{"type":"deposit","account":1,"amount":100}`)
 	require.Equal(t, 200, code, out)
+	assert.Equal(t, "account_not_found", out["fail"], "account 1 was not created")
+	code, out = httpDo(t, "POST", u+"/v1/ops?wait=snapshot",
+		`[{"type":"create_account","id":1,"ledger":1,"flags":["debits_must_not_exceed_credits"]},
+		  {"type":"create_account","id":2,"ledger":1,"code":9,"user_data_0":7,"flags":["debits_must_not_exceed_credits","history"]},
+		  {"type":"create_account","id":3,"ledger":1}]`)
+	require.Equal(t, 200, code, out)
+	assert.Equal(t, float64(2), out["first"])
+	assert.Equal(t, float64(4), out["last"])
+	code, out = httpDo(t, "GET", u+"/v1/accounts/2", "")
+	require.Equal(t, 200, code, out)
+	assert.Equal(t, map[string]any{"id": float64(2), "ledger": float64(1), "code": float64(9), "flags": []any{"debits_must_not_exceed_credits", "history"},
+		"user_data": []any{float64(7), float64(0)}, "debits_posted": float64(0), "credits_posted": float64(0),
+		"debits_pending": float64(0), "credits_pending": float64(0), "balance": float64(0)}, out)
+	code, out = httpDo(t, "POST", u+"/v1/ops", `{"type":"create_account","id":3,"ledger":2}`)
+	require.Equal(t, 200, code, out)
+	assert.Equal(t, "exists_with_different_ledger", out["fail"])
+	assert.Equal(t, map[string]any{"id": float64(3), "ledger": float64(2), "code": float64(0), "flags": []any{}, "user_data": []any{float64(0), float64(0)}}, out["account"])
+	code, out = httpDo(t, "POST", u+"/v1/ops", `{"type":"deposit","account":1,"amount":100}`)
+	require.Equal(t, 200, code, out)
 	assert.Equal(t, "ok", out["fail"])
 	assert.Equal(t, "deposit", out["kind"])
-	assert.Len(t, out["entries"], 2)
+	assert.Equal(t, []any{
+		map[string]any{"account": float64(0), "column": "debits_posted", "delta": float64(100), "value": float64(100)},
+		map[string]any{"account": float64(1), "column": "credits_posted", "delta": float64(100), "value": float64(100)}}, out["entries"])
 
 	code, out = httpDo(t, "POST", u+"/v1/ops?wait=snapshot",
 		`[{"type":"transfer","from":1,"to":2,"amount":30},{"type":"withdrawal","account":2,"amount":10},
 		  {"type":"composite","legs":[{"account":1,"delta":-5},{"account":3,"delta":5}],"no_negative":true}]`)
 	require.Equal(t, 200, code, out)
-	assert.Equal(t, float64(2), out["first"])
-	assert.Equal(t, float64(4), out["last"])
+	assert.Equal(t, float64(7), out["first"])
+	assert.Equal(t, float64(9), out["last"])
 
 	for acct, want := range map[int]float64{1: 65, 2: 20, 3: 5, 0: -90} {
 		code, out = httpDo(t, "GET", u+"/v1/accounts/"+strconv.Itoa(acct)+"/balance", "")
 		require.Equal(t, 200, code)
 		assert.Equal(t, want, out["balance"], "account %d", acct)
 	}
-	code, out = httpDo(t, "GET", u+"/v1/tx/2", "")
+	code, out = httpDo(t, "GET", u+"/v1/tx/7", "")
 	require.Equal(t, 200, code)
 	assert.Equal(t, "snapshot", out["status"])
 	assert.Equal(t, "transfer", out["result"].(map[string]any)["kind"])
@@ -71,15 +92,27 @@ func TestHTTPAPI(t *testing.T) {
 	require.Equal(t, 400, code, "one spelling of each op type")
 	code, out = httpDo(t, "POST", u+"/v1/ops?wait=none", `{"type":"withdrawal","account":3,"amount":500}`)
 	require.Equal(t, 202, code)
-	assert.Equal(t, float64(5), out["id"])
+	assert.Equal(t, float64(10), out["id"])
 	code, out = httpDo(t, "GET", u+"/v1/indexes", "")
 	require.Equal(t, 200, code)
-	assert.Equal(t, float64(5), out["sequenced"])
+	assert.Equal(t, float64(10), out["sequenced"])
 
 	// errors
-	code, out = httpDo(t, "POST", u+"/v1/ops", `{"type":"deposit","account":99999,"amount":1}`)
+	code, out = httpDo(t, "GET", u+"/v1/accounts/99999", "")
+	assert.Equal(t, 404, code)
+	assert.Equal(t, float64(wire.CodeAccountNotFound), out["code"])
+	code, out = httpDo(t, "GET", u+"/v1/accounts/99999/balance", "")
+	assert.Equal(t, 404, code)
+	assert.Equal(t, float64(wire.CodeAccountNotFound), out["code"])
+	code, out = httpDo(t, "POST", u+"/v1/ops", `{"type":"create_account","id":5,"ledger":0}`)
 	assert.Equal(t, 400, code)
-	assert.Equal(t, float64(21), out["code"])
+	assert.Equal(t, float64(wire.CodeLedgerZero), out["code"])
+	code, out = httpDo(t, "POST", u+"/v1/ops", `{"type":"create_account","id":5,"ledger":1,"flags":["closd"]}`)
+	assert.Equal(t, 400, code)
+	assert.Contains(t, out["error"], `op.flags (create_account): unknown flag "closd"`)
+	code, out = httpDo(t, "POST", u+"/v1/ops", `{"type":"create_account","id":5,"ledger":4294967296}`)
+	assert.Equal(t, 400, code)
+	assert.Contains(t, out["error"], `op.ledger (create_account): 4294967296 out of range`)
 	code, _ = httpDo(t, "POST", u+"/v1/ops", `{"type":`)
 	assert.Equal(t, 400, code)
 	code, _ = httpDo(t, "POST", u+"/v1/ops", `{"type":"mint","account":1,"amount":1}`)
@@ -174,8 +207,9 @@ func TestMetrics(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode)
 	assert.Contains(t, resp.Header.Get("Content-Type"), "text/plain")
 	m, fams := parseFamilies(t, resp.Body)
-	assert.Equal(t, float64(3), m[`ledger_index{level="sequenced"}`])
-	assert.Equal(t, float64(3), m[`ledger_index{level="snapshot"}`])
+	base := float64(f.base) // the accounts, created in process
+	assert.Equal(t, base+3, m[`ledger_index{level="sequenced"}`])
+	assert.Equal(t, base+3, m[`ledger_index{level="snapshot"}`])
 	assert.Equal(t, float64(1), m[`ledger_server_outcomes_total{kind="withdrawal",reason="exceeds_credits"}`])
 	assert.Equal(t, float64(2), m[`ledger_server_connections`]) // the client's default pool
 	assert.Equal(t, float64(1), m[`ledger_server_requests_total{type="submit"}`])
@@ -197,7 +231,7 @@ func TestMetrics(t *testing.T) {
 	st := f.l.Stats()
 	assert.Equal(t, float64(st.WALBatches), m[`ledger_wal_sync_seconds_count`])
 	assert.Equal(t, st.WALSyncTime.Seconds(), m[`ledger_wal_sync_seconds_sum`])
-	assert.Equal(t, float64(3), m[`ledger_wal_group_commit_transactions_sum`])
+	assert.Equal(t, base+3, m[`ledger_wal_group_commit_transactions_sum`])
 	for name := range m {
 		assert.NotContains(t, name, "per_second", "rates are Prometheus's to compute")
 	}
@@ -229,21 +263,21 @@ func TestMetrics(t *testing.T) {
 	assert.Equal(t, float64(0), m[`ledger_fails_total{reason="duplicate"}`])
 	assert.NotContains(t, m, `ledger_fails_total{reason="ok"}`)
 	assert.Equal(t, float64(0), m[`ledger_server_outcomes_total{kind="transfer",reason="exceeds_credits"}`], "not seen by the server")
-	assert.Equal(t, float64(4), m[`ledger_submitted_total`])
-	assert.Equal(t, float64(4), m[`ledger_committed_total`])
+	assert.Equal(t, base+4, m[`ledger_submitted_total`])
+	assert.Equal(t, base+4, m[`ledger_committed_total`])
 	assert.Equal(t, float64(f.l.Stats().WALBatches), m[`ledger_wal_batches_total`], "idle: nothing changes")
 	assert.Positive(t, m[`ledger_wal_bytes_total`])
 	assert.Positive(t, m[`ledger_wal_sync_seconds_sum`])
 	assert.Equal(t, m[`ledger_wal_batches_total`]+1, m[`ledger_syncs_total`], "WAL batches plus one manifest")
 	assert.Equal(t, float64(1), m[`ledger_snapshots_total`])
-	assert.Equal(t, float64(4), m[`ledger_snapshot_persisted_tx`])
+	assert.Equal(t, base+4, m[`ledger_snapshot_persisted_tx`])
 	assert.Contains(t, []float64{0, 1, 2}, m[`ledger_pressure_level`])
 	for _, name := range []string{"parks", "unparks", "yields"} {
 		assert.Contains(t, m, "ledger_pressure_"+name+"_total")
 	}
 	assert.Equal(t, float64(1), m[`ledger_server_requests_total{type="snapshot"}`])
 	assert.Equal(t, float64(1), m[`ledger_http_requests_total{code="200",route="/metrics"}`], "the first scrape")
-	code, _ := httpDo(t, "GET", f.httpURL()+"/v1/tx/999", "")
+	code, _ := httpDo(t, "GET", f.httpURL()+"/v1/tx/999999", "")
 	require.Equal(t, 404, code)
 	resp, err = http.Get(f.httpURL() + "/metrics")
 	require.NoError(t, err)

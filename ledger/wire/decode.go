@@ -552,14 +552,63 @@ func (d *Decoder) Submitted(body []byte) (first, last ledger.TxID, err error) {
 	return ledger.TxID(f), ledger.TxID(l), d.finish(extra)
 }
 
+// SubmittedResults decodes a TypeSubmitted body with its per-op results
+// (nil if the server sent none: a batch answered at Sequenced).
+func (d *Decoder) SubmittedResults(body []byte) (first, last ledger.TxID, res []ledger.Result, err error) {
+	d.reset(body)
+	extra, err := d.open(2)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	var f, l uint64
+	if err := d.uints(&f, &l); err != nil {
+		return 0, 0, nil, err
+	}
+	if extra > 0 {
+		extra--
+		n, err := d.arrayLen()
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		if n > MaxOps {
+			return 0, 0, nil, malformed("results: %d above %d", n, MaxOps)
+		}
+		res = make([]ledger.Result, n)
+		for i := range res {
+			m, err := d.arrayLen()
+			if err != nil {
+				return 0, 0, nil, err
+			}
+			if m < 7 {
+				return 0, 0, nil, malformed("result has %d fields, want 7", m)
+			}
+			if res[i], err = d.result(m - 7); err != nil {
+				return 0, 0, nil, err
+			}
+		}
+	}
+	return ledger.TxID(f), ledger.TxID(l), res, d.finish(extra)
+}
+
 // ResultIs decodes a TypeResultIs body.
 func (d *Decoder) ResultIs(body []byte) (ledger.Result, error) {
 	d.reset(body)
-	var r ledger.Result
 	extra, err := d.open(7) // the account, 8th, came with created accounts
+	if err != nil {
+		return ledger.Result{}, err
+	}
+	r, err := d.result(extra)
 	if err != nil {
 		return r, err
 	}
+	return r, d.finish(0)
+}
+
+// result decodes the fields of a result after its array header: 7, and
+// extra more (the first of them the account).
+func (d *Decoder) result(extra int) (ledger.Result, error) {
+	var r ledger.Result
+	var err error
 	var id, kind, fail, dup uint64
 	if err := d.uints(&id, &kind, &fail, &r.UserRef, &dup); err != nil {
 		return r, err
@@ -606,12 +655,12 @@ func (d *Decoder) ResultIs(body []byte) (ledger.Result, error) {
 		}
 	}
 	if extra == 0 {
-		return r, d.finish(0)
+		return r, nil
 	}
 	extra--
 	if c, _ := d.dec.PeekCode(); c == msgpcode.Nil {
 		_ = d.dec.Skip()
-		return r, d.finish(extra)
+		return r, d.finishOp(extra)
 	}
 	m, err := d.arrayLen()
 	if err != nil {
@@ -631,7 +680,7 @@ func (d *Decoder) ResultIs(body []byte) (ledger.Result, error) {
 	if err := d.finishOp(m - 6); err != nil {
 		return r, err
 	}
-	return r, d.finish(extra)
+	return r, d.finishOp(extra)
 }
 
 // AccountIs decodes a TypeAccountIs body.

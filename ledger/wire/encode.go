@@ -255,11 +255,32 @@ func (e *Encoder) Submitted(id uint64, first, last ledger.TxID) int {
 	return e.end()
 }
 
+// SubmittedResults appends a TypeSubmitted response carrying the per-op
+// results of the batch first..last: [first, last, [result...]], each
+// result as a TypeResultIs body.
+func (e *Encoder) SubmittedResults(id uint64, first, last ledger.TxID, res []ledger.Result) int {
+	e.begin(TypeSubmitted, id, 3)
+	e.u(uint64(first))
+	e.u(uint64(last))
+	_ = e.enc.EncodeArrayLen(len(res))
+	for i := range res {
+		_ = e.enc.EncodeArrayLen(8)
+		e.result(&res[i])
+	}
+	return e.end()
+}
+
 // ResultIs appends a TypeResultIs response:
 // [id, kind, fail, user_ref, dup_of, timestamp, [[account, column, delta, value]...], account],
 // where account is a create_account's [id, ledger, code, flags, user_data_0, user_data_1], else nil.
 func (e *Encoder) ResultIs(id uint64, r *ledger.Result) int {
 	e.begin(TypeResultIs, id, 8)
+	e.result(r)
+	return e.end()
+}
+
+// result appends the 8 fields of a result (the array header is the caller's).
+func (e *Encoder) result(r *ledger.Result) {
 	e.u(uint64(r.ID))
 	e.u(uint64(r.Kind))
 	e.u(uint64(r.Fail))
@@ -285,7 +306,6 @@ func (e *Encoder) ResultIs(id uint64, r *ledger.Result) int {
 	} else {
 		_ = e.enc.EncodeNil()
 	}
-	return e.end()
 }
 
 // AccountIs appends a TypeAccountIs response: [id, ledger, code, flags,

@@ -108,8 +108,9 @@ func TestResponseRoundTrip(t *testing.T) {
 	e.SnapshotTaken(10, 1<<40)
 	e.ResultIs(11, &created)
 	e.AccountIs(12, &acct)
+	e.SubmittedResults(13, 5, 6, []ledger.Result{res, created})
 	fs := frames(t, e.Bytes(), 0)
-	require.Len(t, fs, 12)
+	require.Len(t, fs, 13)
 	d := NewDecoder()
 	require.NoError(t, d.Empty(fs[0].body))
 	f, l, err := d.Submitted(fs[1].body)
@@ -148,6 +149,18 @@ func TestResponseRoundTrip(t *testing.T) {
 	ga, err := d.AccountIs(fs[11].body)
 	require.NoError(t, err)
 	assert.Equal(t, acct, ga)
+	assert.Equal(t, TypeSubmitted, fs[12].h.Type)
+	f, l, rs, err := d.SubmittedResults(fs[12].body)
+	require.NoError(t, err)
+	assert.Equal(t, [2]ledger.TxID{5, 6}, [2]ledger.TxID{f, l})
+	assert.Equal(t, []ledger.Result{res, created}, rs)
+	f, l, err = d.Submitted(fs[12].body) // a reader of first and last only skips the results
+	require.NoError(t, err)
+	assert.Equal(t, [2]ledger.TxID{5, 6}, [2]ledger.TxID{f, l})
+	f, l, rs, err = d.SubmittedResults(fs[1].body)
+	require.NoError(t, err)
+	assert.Equal(t, [2]ledger.TxID{10, 20}, [2]ledger.TxID{f, l})
+	assert.Nil(t, rs)
 }
 
 func TestErrorMapping(t *testing.T) {
@@ -403,6 +416,7 @@ func FuzzRequest(f *testing.F) {
 		_, _ = d.IndexesAre(body)
 		_, _ = d.SnapshotTaken(body)
 		_, _ = d.AccountIs(body)
+		_, _, _, _ = d.SubmittedResults(body)
 	})
 }
 
