@@ -168,7 +168,7 @@ func BenchmarkExecute(b *testing.B) {
 	readable := make([]atomic.Int64, cellsPerAccount*accounts)
 	accts := newAccountTable(accounts)
 	for a := uint64(1); a < accounts; a++ {
-		accts.insert(acctMeta{id: a, ledger: 1})
+		accts.insert(acctMeta{id: a, ledger: 1, flags: DebitsMustNotExceedCredits}) // as every account was before: no debit below zero
 	}
 	x := &executor{readable: readable, accts: accts, ov: newOverlay(overlaySlots(DefaultRingSize), 0), dedup: newDedup(DefaultDedupWindow), maxEntries: DefaultMaxEntries}
 	ops := benchOps(1<<20, accounts)

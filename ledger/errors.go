@@ -38,6 +38,8 @@ var (
 	ErrTooManyLegs = errors.New("ledger: composite has too many legs")
 	// ErrFlags: unknown Composite flags.
 	ErrFlags = errors.New("ledger: unknown composite flags")
+	// ErrChainLength: a linked chain of more than MaxChain ops.
+	ErrChainLength = errors.New("ledger: linked chain too long")
 	// ErrBatchSize: SubmitBatch with no ops or more than the Sequencer ring holds.
 	ErrBatchSize = errors.New("ledger: batch size out of range")
 	// ErrLevel: a wait level other than Computed, Committed or Snapshot.

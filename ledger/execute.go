@@ -10,9 +10,13 @@ import (
 // one, otherwise its readable value (see overlay). The account table and
 // the dedup index are the Transactor's to write.
 type executor struct {
-	readable   []atomic.Int64 // the Snapshotter's cells, read only here
-	ov         overlay
-	accts      *accountTable
+	readable []atomic.Int64 // the Snapshotter's cells, read only here
+	ov       overlay
+	accts    *accountTable
+	// tent holds the accounts a linked chain being executed created,
+	// slots accts.n on: they enter accts only if the chain applies.
+	tent       []acctMeta
+	inChain    bool
 	dedup      *dedup
 	maxEntries int
 	sink       int64 // keeps touch's loads
@@ -93,6 +97,14 @@ func (x *executor) entriesBound(r *request) int {
 // OverflowsCreditsPosted, ExceedsCredits, ExceedsDebits.
 func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 	*rec = txRecord{id: id, userRef: r.userRef, ts: ts, kind: r.kind, w: r.w, wlevel: r.wlevel}
+	if r.chainOpen {
+		rec.fail = LinkedEventChainOpen
+		if r.kind == KindCreateAccount {
+			rec.setAccount(r.acct)
+		}
+		x.remember(id, r.userRef)
+		return
+	}
 	if r.userRef != 0 {
 		if o, dup := x.dedup.lookup(id, r.userRef); dup {
 			rec.fail, rec.dupOf = Duplicate, o
@@ -119,14 +131,102 @@ func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 }
 
 func (x *executor) createAccount(m *acctMeta) FailReason {
-	if s, ok := x.accts.slot(m.id); ok {
-		return existsReason(&x.accts.meta[s], m)
+	if s, ok := x.slot(m.id); ok {
+		return existsReason(x.meta(s), m)
 	}
-	if x.accts.full() {
+	if x.accts.n+uint64(len(x.tent)) == uint64(len(x.accts.meta)) {
 		return AccountsLimitReached
 	}
-	x.accts.insert(*m)
+	if x.inChain {
+		x.tent = append(x.tent, *m)
+	} else {
+		x.accts.insert(*m)
+	}
 	return OK
+}
+
+// slot is accts.slot, seeing the accounts of the chain being executed.
+func (x *executor) slot(id uint64) (uint64, bool) {
+	if s, ok := x.accts.slot(id); ok {
+		return s, true
+	}
+	for i := range x.tent {
+		if x.tent[i].id == id {
+			return x.accts.n + uint64(i), true
+		}
+	}
+	return 0, false
+}
+
+// meta returns slot s's account, a chain's tentative one included.
+func (x *executor) meta(s uint64) *acctMeta {
+	if s < x.accts.n {
+		return &x.accts.meta[s]
+	}
+	return &x.tent[s-x.accts.n]
+}
+
+// chainBound is the most overlay slots the chain reqs can take.
+func (x *executor) chainBound(reqs []request) int {
+	n := 0
+	for i := range reqs {
+		n += x.entriesBound(&reqs[i])
+	}
+	return n
+}
+
+// executeChain runs the linked chain reqs as transactions first.. at ts into
+// recs. The first member that fails keeps its reason; then every member
+// before it is rolled back (its entries undone in reverse, its accounts
+// never entered the table) and fails with LinkedEventFailed, and every
+// member after it fails with LinkedEventFailed without being evaluated.
+func (x *executor) executeChain(reqs []request, first uint64, ts int64, recs []txRecord) {
+	x.inChain = true
+	defer func() { x.inChain, x.tent = false, x.tent[:0] }()
+	failed := -1
+	for i := range reqs {
+		x.execute(&reqs[i], first+uint64(i), ts, &recs[i])
+		if recs[i].fail != OK {
+			failed = i
+			break
+		}
+	}
+	if failed < 0 {
+		for _, m := range x.tent {
+			x.accts.insert(m)
+		}
+		return
+	}
+	for j := failed - 1; j >= 0; j-- {
+		r := &recs[j]
+		es := r.entries()
+		for e := len(es) - 1; e >= 0; e-- {
+			x.ov.set(uint64(es[e].cell), es[e].value-es[e].delta, r.id)
+		}
+		r.fail, r.n, r.extra = LinkedEventFailed, 0, nil
+		if r.kind != KindCreateAccount {
+			r.inline = [2]cellEntry{}
+		}
+	}
+	for j := failed + 1; j < len(reqs); j++ {
+		q := &reqs[j]
+		recs[j] = txRecord{id: first + uint64(j), userRef: q.userRef, ts: ts, kind: q.kind, fail: LinkedEventFailed, w: q.w, wlevel: q.wlevel}
+		if q.kind == KindCreateAccount {
+			recs[j].setAccount(q.acct)
+		}
+		x.remember(first+uint64(j), q.userRef)
+	}
+}
+
+// remember records ref as used by transaction id without a duplicate check:
+// the UserRef of a chain member never evaluated. Every transaction that is
+// not a Duplicate is remembered, as recovery and the Snapshotter's window
+// count them.
+func (x *executor) remember(id, ref uint64) {
+	if ref != 0 {
+		x.dedup.fifo.trim(id, x.dedup.forget)
+		x.dedup.add(id, ref)
+	}
 }
 
 // existsReason compares a CreateAccount with the account of the same id.
@@ -147,7 +247,7 @@ func existsReason(have, want *acctMeta) FailReason {
 // sameLedger reports whether a transfer between slots d and c stays in one
 // ledger; the system account (slot 0) belongs to every ledger.
 func (x *executor) sameLedger(d, c uint64) bool {
-	return d == 0 || c == 0 || x.accts.meta[d].ledger == x.accts.meta[c].ledger
+	return d == 0 || c == 0 || x.meta(d).ledger == x.meta(c).ledger
 }
 
 // exceeds reports whether a + b + amt > limit, without overflow: a and b
@@ -160,11 +260,11 @@ func exceeds(a, b, amt, limit uint64) bool {
 // transfer posts amt (0 < amt < 2^63) from account from to account to
 // (from != to).
 func (x *executor) transfer(from, to, amt uint64, id uint64, rec *txRecord) FailReason {
-	ds, ok := x.accts.slot(from)
+	ds, ok := x.slot(from)
 	if !ok {
 		return AccountNotFound
 	}
-	cs, ok := x.accts.slot(to)
+	cs, ok := x.slot(to)
 	if !ok {
 		return AccountNotFound
 	}
@@ -180,11 +280,11 @@ func (x *executor) transfer(from, to, amt uint64, id uint64, rec *txRecord) Fail
 	if uint64(cv) > maxColumn-amt {
 		return OverflowsCreditsPosted
 	}
-	if x.accts.meta[ds].flags&DebitsMustNotExceedCredits != 0 &&
+	if x.meta(ds).flags&DebitsMustNotExceedCredits != 0 &&
 		exceeds(uint64(dv), uint64(x.value(cell(ds, DebitsPending))), amt, uint64(x.value(cell(ds, CreditsPosted)))) {
 		return ExceedsCredits
 	}
-	if x.accts.meta[cs].flags&CreditsMustNotExceedDebits != 0 &&
+	if x.meta(cs).flags&CreditsMustNotExceedDebits != 0 &&
 		exceeds(uint64(cv), uint64(x.value(cell(cs, CreditsPending))), amt, uint64(x.value(cell(cs, DebitsPosted)))) {
 		return ExceedsDebits
 	}
@@ -230,11 +330,11 @@ func (x *executor) composite(r *request, id uint64, rec *txRecord) FailReason {
 	}
 	var ledger uint32 // of the first non-system account
 	for i, l := range legs {
-		s, ok := x.accts.slot(l.Account)
+		s, ok := x.slot(l.Account)
 		if !ok {
 			return AccountNotFound
 		}
-		m := &x.accts.meta[s]
+		m := x.meta(s)
 		if s != 0 {
 			if ledger == 0 {
 				ledger = m.ledger

@@ -325,6 +325,7 @@ func (l *Ledger) Submit(op Op) (TxID, error) {
 	if err := prepare(op, &r); err != nil {
 		return 0, &InputError{Err: err}
 	}
+	r.chainOpen = r.linked // a chain of one op, left open
 	return l.push(&r)
 }
 
@@ -385,6 +386,9 @@ func (l *Ledger) submitBatch(ops []Op, fn func(Result, error), level Level) (fir
 		if err := prepare(op, &reqs[i]); err != nil {
 			return 0, 0, &InputError{Index: i, Err: err}
 		}
+	}
+	if i, err := markChains(reqs); err != nil {
+		return 0, 0, &InputError{Index: i, Err: err}
 	}
 	if fn != nil {
 		for i := range reqs {

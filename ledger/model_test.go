@@ -197,6 +197,117 @@ func (m *model) composite(o Composite) outcome {
 	return outcome{entries: entries}
 }
 
+// linkedOf reports whether op is linked.
+func linkedOf(op Op) bool {
+	switch o := op.(type) {
+	case CreateAccount:
+		return o.Linked
+	case Deposit:
+		return o.Linked
+	case Withdrawal:
+		return o.Linked
+	case Transfer:
+		return o.Linked
+	case Composite:
+		return o.Linked
+	}
+	return false
+}
+
+func withLinked(op Op) Op {
+	switch o := op.(type) {
+	case CreateAccount:
+		o.Linked = true
+		return o
+	case Deposit:
+		o.Linked = true
+		return o
+	case Withdrawal:
+		o.Linked = true
+		return o
+	case Transfer:
+		o.Linked = true
+		return o
+	case Composite:
+		o.Linked = true
+		return o
+	}
+	return op
+}
+
+// applyBatch applies one SubmitBatch whose first op is tx first: linked
+// chains all or nothing (a copy of the accounts restored when a member
+// fails; the UserRefs of the members evaluated stay remembered), an open
+// chain at the end failing whole unevaluated.
+func (m *model) applyBatch(first uint64, ops []Op) []outcome {
+	out := make([]outcome, len(ops))
+	for i := 0; i < len(ops); {
+		end := i
+		for end < len(ops) && linkedOf(ops[end]) {
+			end++
+		}
+		if end == len(ops) { // open: every member fails, none evaluated
+			for j := i; j < end; j++ {
+				out[j] = outcome{fail: LinkedEventChainOpen}
+				m.remember(first+uint64(j), ops[j])
+			}
+			break
+		}
+		if end == i { // not in a chain
+			out[i] = m.apply(first+uint64(i), ops[i])
+			i++
+			continue
+		}
+		saved := make(map[uint64]*mAcct, len(m.accts))
+		for id, a := range m.accts {
+			cp := *a
+			saved[id] = &cp
+		}
+		failed := -1
+		for j := i; j <= end; j++ {
+			out[j] = m.apply(first+uint64(j), ops[j])
+			if out[j].fail != OK {
+				failed = j
+				break
+			}
+		}
+		if failed >= 0 {
+			m.accts = saved
+			for j := i; j <= end; j++ {
+				if j != failed {
+					out[j] = outcome{fail: LinkedEventFailed}
+				}
+				if j > failed {
+					m.remember(first+uint64(j), ops[j])
+				}
+			}
+		}
+		i = end + 1
+	}
+	return out
+}
+
+// remember records the UserRef of a chain member never evaluated: it
+// counts like any transaction that is not a duplicate.
+func (m *model) remember(id uint64, op Op) {
+	var ref uint64
+	switch o := op.(type) {
+	case CreateAccount:
+		ref = o.UserRef
+	case Deposit:
+		ref = o.UserRef
+	case Withdrawal:
+		ref = o.UserRef
+	case Transfer:
+		ref = o.UserRef
+	case Composite:
+		ref = o.UserRef
+	}
+	if ref != 0 {
+		m.firstUse[ref] = id
+	}
+}
+
 // opGen makes random ops over a pool of sparse account ids, only some of
 // which get created, in two ledgers.
 type opGen struct {
@@ -217,7 +328,7 @@ func (g *opGen) acct() uint64 { return g.pool[g.rng.IntN(len(g.pool))] }
 func (g *opGen) op() Op {
 	rng := g.rng
 	amount := func(huge bool) uint64 {
-		if huge && rng.IntN(300) == 0 {
+		if huge && rng.IntN(60) == 0 {
 			return math.MaxInt64 - rng.Uint64N(1000) // provoke the overflows
 		}
 		return 1 + rng.Uint64N(1000)
@@ -300,24 +411,47 @@ func TestModelRandomOps(t *testing.T) {
 	fails := map[FailReason]int{}
 	next := uint64(1)
 	batch := make([]Op, 0, 512)
+	// A prelude that reaches the overflow edges for certain; the random
+	// batches reach them only by chance.
+	const pa, pb, pc = 1<<62 + 1, 1<<62 + 2, 1<<62 + 3
+	prelude := []Op{CreateAccount{ID: pa, Ledger: 1}, CreateAccount{ID: pb, Ledger: 1}, CreateAccount{ID: pc, Ledger: 1},
+		Transfer{From: pa, To: pb, Amount: math.MaxInt64}, Transfer{From: pc, To: pb, Amount: 1}, Transfer{From: pa, To: pc, Amount: 1},
+		Transfer{From: pb, To: pc, Amount: math.MaxInt64}, Transfer{From: pb, To: pa, Amount: 1}}
+	_, _, err = l.SubmitBatch(prelude)
+	require.NoError(t, err)
+	for _, o := range m.applyBatch(next, prelude) {
+		want[next] = o
+		next++
+	}
+	require.Equal(t, []FailReason{OverflowsCreditsPosted, OverflowsDebitsPosted, OK, OverflowsDebitsPosted},
+		[]FailReason{want[5].fail, want[6].fail, want[7].fail, want[8].fail}, "the model's edges")
 	for round := range rounds {
+		start := next
 		end := next + uint64(perRound)
 		for next < end {
 			batch = batch[:0]
 			for k := 1 + rng.IntN(cap(batch)); k > 0 && next+uint64(len(batch)) < end; k-- {
-				batch = append(batch, gen.op())
+				op := gen.op()
+				if rng.IntN(8) == 0 { // chains of a few ops, some left open at the end
+					op = withLinked(op)
+				}
+				batch = append(batch, op)
 			}
 			first, last, err := l.SubmitBatch(batch)
 			require.NoError(t, err)
 			require.Equal(t, TxID(next), first)
 			require.Equal(t, TxID(next+uint64(len(batch))-1), last)
-			for _, op := range batch {
-				want[next] = m.apply(next, op)
+			for _, o := range m.applyBatch(next, batch) {
+				want[next] = o
 				next++
 			}
 		}
 		require.NoError(t, l.Wait(context.Background(), TxID(next-1), Snapshot))
-		checkModel(t, l, m, want, fails, end-uint64(perRound))
+		from := start
+		if round == 0 {
+			from = 1 // the prelude too
+		}
+		checkModel(t, l, m, want, fails, from)
 
 		if round%2 == 0 {
 			require.NoError(t, l.Close())
@@ -336,7 +470,8 @@ func TestModelRandomOps(t *testing.T) {
 	}
 	for _, f := range []FailReason{OK, ExceedsCredits, ExceedsDebits, AccountNotFound, ZeroSumViolation, EntryLimitExceeded,
 		OverflowsDebitsPosted, OverflowsCreditsPosted, Duplicate, Exists, ExistsWithDifferentFlags, ExistsWithDifferentUserData,
-		ExistsWithDifferentLedger, ExistsWithDifferentCode, AccountsLimitReached, AccountsMustHaveSameLedger} {
+		ExistsWithDifferentLedger, ExistsWithDifferentCode, AccountsLimitReached, AccountsMustHaveSameLedger,
+		LinkedEventFailed, LinkedEventChainOpen} {
 		require.Positive(t, fails[f], "no transaction failed with %v", f)
 	}
 	t.Logf("fail reasons: %v", fails)

@@ -32,6 +32,7 @@ func (l *Ledger) SubmitFunc(op Op, level Level, fn func(Result, error)) (TxID, e
 	if err := prepare(op, &r); err != nil {
 		return 0, &InputError{Err: err}
 	}
+	r.chainOpen = r.linked // a chain of one op, left open
 	w := opWaiterPool.Get().(*opWaiter)
 	w.fn = fn
 	if !l.fns.add(w) {

@@ -13,6 +13,17 @@ type TxID uint64
 // ledger and has no flags; no other account has id 0.
 const SystemAccount uint64 = 0
 
+// MaxChain is the most ops a linked chain may have; a longer one is
+// refused at submit (ErrChainLength). An op with Linked set is linked to the
+// next op of its SubmitBatch: consecutive linked ops and the first unlinked
+// op after them form a chain, which applies as a whole or not at all. If one
+// member fails, it keeps its fail reason and every other member fails with
+// LinkedEventFailed (members after it are not evaluated); a chain still open
+// at the end of its batch (its last op linked) fails whole with
+// LinkedEventChainOpen. The chain runs inside the Transactor, which rolls
+// back a failed one's members itself: no lock, no second pass.
+const MaxChain = 1024
+
 // MaxLegs is the most legs a Composite may have; more are refused at submit.
 // Config.MaxEntries sets a lower, journaled limit (EntryLimitExceeded).
 const MaxLegs = 255
@@ -31,6 +42,7 @@ type CreateAccount struct {
 	Flags    AccountFlags
 	UserData [2]uint64
 	UserRef  uint64
+	Linked   bool // links this op to the next of its batch (see MaxChain)
 }
 
 // Deposit moves Amount from the system account to Account: the system
@@ -39,6 +51,7 @@ type Deposit struct {
 	Account uint64
 	Amount  uint64
 	UserRef uint64 // idempotency key; 0 means none
+	Linked  bool   // links this op to the next of its batch (see MaxChain)
 }
 
 // Withdrawal moves Amount from Account to the system account. If Account
@@ -48,6 +61,7 @@ type Withdrawal struct {
 	Account uint64
 	Amount  uint64
 	UserRef uint64
+	Linked  bool
 }
 
 // Transfer debits From and credits To by Amount. Both must be created
@@ -57,6 +71,7 @@ type Transfer struct {
 	To      uint64
 	Amount  uint64
 	UserRef uint64
+	Linked  bool
 }
 
 // Leg is one signed movement of a Composite: a negative Delta debits
@@ -80,6 +95,7 @@ type Composite struct {
 	Legs    []Leg
 	Flags   CompositeFlags
 	UserRef uint64
+	Linked  bool
 }
 
 func (CreateAccount) isOp() {}
@@ -118,15 +134,18 @@ func (k Kind) String() string {
 // request is an operation as it travels the Sequencer ring: flat, so that
 // Submit copies it into a slot without boxing.
 type request struct {
-	kind    Kind
-	flags   CompositeFlags
-	a, b    uint64   // account (Deposit, Withdrawal); from, to (Transfer); id (CreateAccount)
-	acct    acctMeta // CreateAccount
-	amount  uint64
-	userRef uint64
-	legs    []Leg
-	w       *opWaiter // non-nil for SubmitAndWait
-	wlevel  Level     // the level w waits for
+	kind  Kind
+	flags CompositeFlags
+	a, b  uint64   // account (Deposit, Withdrawal); from, to (Transfer); id (CreateAccount)
+	acct  acctMeta // CreateAccount
+	// linked: the op is linked to the next one (a chain member but the
+	// last); chainOpen: the op is in a chain its batch left open.
+	linked, chainOpen bool
+	amount            uint64
+	userRef           uint64
+	legs              []Leg
+	w                 *opWaiter // non-nil for SubmitAndWait
+	wlevel            Level     // the level w waits for
 }
 
 // prepare validates op against state-independent rules and fills r. Errors
@@ -134,7 +153,7 @@ type request struct {
 func prepare(op Op, r *request) error {
 	switch o := op.(type) {
 	case CreateAccount:
-		*r = request{kind: KindCreateAccount, a: o.ID, userRef: o.UserRef,
+		*r = request{kind: KindCreateAccount, a: o.ID, userRef: o.UserRef, linked: o.Linked,
 			acct: acctMeta{id: o.ID, userData: o.UserData, ledger: o.Ledger, code: o.Code, flags: o.Flags}}
 		switch {
 		case o.ID == SystemAccount:
@@ -153,7 +172,7 @@ func prepare(op Op, r *request) error {
 		}
 		return prepare(*o, r)
 	case Deposit:
-		*r = request{kind: KindDeposit, a: o.Account, amount: o.Amount, userRef: o.UserRef}
+		*r = request{kind: KindDeposit, a: o.Account, amount: o.Amount, userRef: o.UserRef, linked: o.Linked}
 		return checkSingle(o.Account, o.Amount)
 	case *Deposit:
 		if o == nil {
@@ -161,7 +180,7 @@ func prepare(op Op, r *request) error {
 		}
 		return prepare(*o, r)
 	case Withdrawal:
-		*r = request{kind: KindWithdrawal, a: o.Account, amount: o.Amount, userRef: o.UserRef}
+		*r = request{kind: KindWithdrawal, a: o.Account, amount: o.Amount, userRef: o.UserRef, linked: o.Linked}
 		return checkSingle(o.Account, o.Amount)
 	case *Withdrawal:
 		if o == nil {
@@ -169,7 +188,7 @@ func prepare(op Op, r *request) error {
 		}
 		return prepare(*o, r)
 	case Transfer:
-		*r = request{kind: KindTransfer, a: o.From, b: o.To, amount: o.Amount, userRef: o.UserRef}
+		*r = request{kind: KindTransfer, a: o.From, b: o.To, amount: o.Amount, userRef: o.UserRef, linked: o.Linked}
 		if err := checkAmount(o.Amount); err != nil {
 			return err
 		}
@@ -183,7 +202,7 @@ func prepare(op Op, r *request) error {
 		}
 		return prepare(*o, r)
 	case Composite:
-		*r = request{kind: KindComposite, flags: o.Flags, legs: o.Legs, userRef: o.UserRef}
+		*r = request{kind: KindComposite, flags: o.Flags, legs: o.Legs, userRef: o.UserRef, linked: o.Linked}
 		if len(o.Legs) == 0 {
 			return ErrNoLegs
 		}
@@ -227,4 +246,24 @@ func checkSingle(account, amount uint64) error {
 		return ErrSameAccount
 	}
 	return nil
+}
+
+// markChains checks the linked chains of a batch: each at most MaxChain
+// ops, and the one its last op leaves open marked (all its members fail
+// with LinkedEventChainOpen). It returns the index of a chain too long and
+// ErrChainLength.
+func markChains(reqs []request) (int, error) {
+	start := 0
+	for i := range reqs {
+		if i-start+1 > MaxChain {
+			return start, ErrChainLength
+		}
+		if !reqs[i].linked {
+			start = i + 1
+		}
+	}
+	for i := start; i < len(reqs); i++ {
+		reqs[i].chainOpen = true
+	}
+	return 0, nil
 }

@@ -44,6 +44,12 @@ const (
 	// AccountsMustHaveSameLedger: a transfer or composite between accounts
 	// of different ledgers (the system account belongs to every ledger).
 	AccountsMustHaveSameLedger
+	// LinkedEventFailed: another member of the op's linked chain failed;
+	// nothing of the chain applied.
+	LinkedEventFailed
+	// LinkedEventChainOpen: the op's batch ended inside its linked chain
+	// (its last op was linked); nothing of the chain applied.
+	LinkedEventChainOpen
 	numFailReasons
 )
 
@@ -53,7 +59,7 @@ var failNames = [...]string{"ok", "exceeds_credits", "account_not_found", "zero_
 	"entry_limit_exceeded", "overflows_debits_posted", "overflows_credits_posted", "duplicate",
 	"exceeds_debits", "exists", "exists_with_different_flags", "exists_with_different_user_data",
 	"exists_with_different_ledger", "exists_with_different_code", "accounts_limit_reached",
-	"accounts_must_have_same_ledger"}
+	"accounts_must_have_same_ledger", "linked_event_failed", "linked_event_chain_open"}
 
 // String returns the reason's snake_case name.
 func (f FailReason) String() string {

@@ -47,6 +47,15 @@ var failTable = []struct {
 		`{"account":1,"delta":-1},{"account":4,"delta":1},{"account":1,"delta":-1},{"account":4,"delta":1},{"account":1,"delta":-1},{"account":4,"delta":1},` +
 		`{"account":1,"delta":-1},{"account":4,"delta":1},{"account":1,"delta":-1},{"account":4,"delta":1},{"account":1,"delta":-1},{"account":4,"delta":1}]}`, ledger.EntryLimitExceeded},
 	{ledger.Withdrawal{Account: 4, Amount: math.MaxInt64}, `{"type":"withdrawal","account":4,"amount":9223372036854775807}`, ledger.OverflowsDebitsPosted},
+	// A chain whose second member fails: all or nothing.
+	{ledger.Deposit{Account: 4, Amount: 1, Linked: true}, `{"type":"deposit","account":4,"amount":1,"linked":true}`, ledger.LinkedEventFailed},
+	{ledger.Transfer{From: 1, To: 4, Amount: 1 << 40, Linked: true}, `{"type":"transfer","from":1,"to":4,"amount":1099511627776,"linked":true}`, ledger.ExceedsCredits},
+	{ledger.Deposit{Account: 4, Amount: 1}, `{"type":"deposit","account":4,"amount":1}`, ledger.LinkedEventFailed},
+	// A chain that applies.
+	{ledger.CreateAccount{ID: 5, Ledger: 1, Linked: true}, `{"type":"create_account","id":5,"ledger":1,"linked":true}`, ledger.OK},
+	{ledger.Deposit{Account: 5, Amount: 3}, `{"type":"deposit","account":5,"amount":3}`, ledger.OK},
+	// A chain left open by the end of the batch.
+	{ledger.Deposit{Account: 4, Amount: 1, Linked: true}, `{"type":"deposit","account":4,"amount":1,"linked":true}`, ledger.LinkedEventChainOpen},
 }
 
 // TestEveryFailReasonOnEveryProtocol runs failTable as one batch in process,

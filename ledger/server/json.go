@@ -25,19 +25,20 @@ import (
 // the binary protocol follows: exactly the fields of its type, each once,
 // each of its JSON type (null refused); user_ref and no_negative may be
 // left out, and so may create_account's code, flags and user data (flags
-// are the snake_case names of ledger.AccountFlags).
+// are the snake_case names of ledger.AccountFlags), and every op's "linked"
+// (true: linked to the next op of its batch, see ledger.MaxChain).
 
 // jsonFields lists each type's fields and whether they are required.
 var jsonFields = [...][]struct {
 	name     string
 	required bool
 }{
-	ledger.KindDeposit:    {{"account", true}, {"amount", true}, {"user_ref", false}},
-	ledger.KindWithdrawal: {{"account", true}, {"amount", true}, {"user_ref", false}},
-	ledger.KindTransfer:   {{"from", true}, {"to", true}, {"amount", true}, {"user_ref", false}},
-	ledger.KindComposite:  {{"legs", true}, {"no_negative", false}, {"user_ref", false}},
+	ledger.KindDeposit:    {{"account", true}, {"amount", true}, {"user_ref", false}, {"linked", false}},
+	ledger.KindWithdrawal: {{"account", true}, {"amount", true}, {"user_ref", false}, {"linked", false}},
+	ledger.KindTransfer:   {{"from", true}, {"to", true}, {"amount", true}, {"user_ref", false}, {"linked", false}},
+	ledger.KindComposite:  {{"legs", true}, {"no_negative", false}, {"user_ref", false}, {"linked", false}},
 	ledger.KindCreateAccount: {{"id", true}, {"ledger", true}, {"code", false}, {"flags", false},
-		{"user_data_0", false}, {"user_data_1", false}, {"user_ref", false}},
+		{"user_data_0", false}, {"user_data_1", false}, {"user_ref", false}, {"linked", false}},
 }
 
 // member is one key and raw value of an object.
@@ -175,9 +176,9 @@ func parseOp(dec *json.Decoder, idx int) (ledger.Op, error) {
 		return nil, wire.FieldError(idx, 0, "type", "missing")
 	}
 	fields := jsonFields[kind]
-	var u [7]uint64 // by position in fields
+	var u [8]uint64 // by position in fields
 	var legs []ledger.Leg
-	var noNeg bool
+	var noNeg, linked bool
 	var aflags ledger.AccountFlags
 	seen := 0
 	for _, m := range ms {
@@ -203,10 +204,14 @@ func parseOp(dec *json.Decoder, idx int) (ledger.Op, error) {
 			}
 		case "flags":
 			aflags, p = parseAccountFlags(m.val)
-		case "no_negative":
+		case "no_negative", "linked":
+			v := &noNeg
+			if m.key == "linked" {
+				v = &linked
+			}
 			switch string(m.val) {
 			case "true":
-				noNeg = true
+				*v = true
 			case "false":
 			default:
 				p = "want a boolean, got " + rawKind(m.val)
@@ -231,15 +236,15 @@ func parseOp(dec *json.Decoder, idx int) (ledger.Op, error) {
 				return nil, wire.FieldError(idx, kind, fields[i].name, "%d out of range", u[i])
 			}
 		}
-		op = ledger.CreateAccount{ID: u[0], Ledger: uint32(u[1]), Code: uint16(u[2]), Flags: aflags, UserData: [2]uint64{u[4], u[5]}, UserRef: u[6]}
+		op = ledger.CreateAccount{ID: u[0], Ledger: uint32(u[1]), Code: uint16(u[2]), Flags: aflags, UserData: [2]uint64{u[4], u[5]}, UserRef: u[6], Linked: linked}
 	case ledger.KindDeposit:
-		op = ledger.Deposit{Account: u[0], Amount: u[1], UserRef: u[2]}
+		op = ledger.Deposit{Account: u[0], Amount: u[1], UserRef: u[2], Linked: linked}
 	case ledger.KindWithdrawal:
-		op = ledger.Withdrawal{Account: u[0], Amount: u[1], UserRef: u[2]}
+		op = ledger.Withdrawal{Account: u[0], Amount: u[1], UserRef: u[2], Linked: linked}
 	case ledger.KindTransfer:
-		op = ledger.Transfer{From: u[0], To: u[1], Amount: u[2], UserRef: u[3]}
+		op = ledger.Transfer{From: u[0], To: u[1], Amount: u[2], UserRef: u[3], Linked: linked}
 	default:
-		c := ledger.Composite{Legs: legs, UserRef: u[2]}
+		c := ledger.Composite{Legs: legs, UserRef: u[2], Linked: linked}
 		if noNeg {
 			c.Flags = ledger.NoNegative
 		}

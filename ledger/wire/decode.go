@@ -270,6 +270,8 @@ func codeName(c byte) string {
 	switch {
 	case c == msgpcode.Nil:
 		return "nil"
+	case msgpcode.IsFixedNum(c) || (c >= msgpcode.Uint8 && c <= msgpcode.Int64):
+		return "an integer"
 	case c == msgpcode.True || c == msgpcode.False:
 		return "a boolean"
 	case c == msgpcode.Float || c == msgpcode.Double:
@@ -417,8 +419,23 @@ func (d *Decoder) op(idx int) (ledger.Op, error) {
 		return nil, FieldError(idx, 0, "kind", "unknown kind %d", k)
 	}
 	fields := msgpackFields[kind]
-	if n-1 != len(fields) {
-		return nil, FieldError(idx, kind, "kind", "%d fields, want %d: %v", n-1, len(fields), fields)
+	hasLinked := n-1 == len(fields)+1 // the optional last element
+	if n-1 != len(fields) && !hasLinked {
+		return nil, FieldError(idx, kind, "kind", "%d fields, want %d: %v (and linked, optionally)", n-1, len(fields), fields)
+	}
+	linked := func() (bool, error) {
+		if !hasLinked {
+			return false, nil
+		}
+		if c, err := d.dec.PeekCode(); err != nil || (c != msgpcode.True && c != msgpcode.False) {
+			what := "missing"
+			if err == nil {
+				what = codeName(c)
+			}
+			return false, FieldError(idx, kind, "linked", "%s, want a boolean", what)
+		}
+		v, _ := d.dec.DecodeBool()
+		return v, nil
 	}
 	var v [7]uint64
 	if kind == ledger.KindComposite {
@@ -434,13 +451,21 @@ func (d *Decoder) op(idx int) (ledger.Op, error) {
 		if err != nil {
 			return nil, err
 		}
-		op := ledger.Composite{Legs: legs, Flags: ledger.CompositeFlags(v[0]), UserRef: v[1]}
+		lk, err := linked()
+		if err != nil {
+			return nil, err
+		}
+		op := ledger.Composite{Legs: legs, Flags: ledger.CompositeFlags(v[0]), UserRef: v[1], Linked: lk}
 		return op, CheckSystemAccount(idx, op)
 	}
 	for i := range fields {
 		if v[i], p = d.uintOf(); p != "" {
 			return nil, FieldError(idx, kind, fields[i], "%s", p)
 		}
+	}
+	lk, err := linked()
+	if err != nil {
+		return nil, err
 	}
 	arena := idx >= 0
 	switch kind {
@@ -451,23 +476,23 @@ func (d *Decoder) op(idx int) (ledger.Op, error) {
 			}
 		}
 		return ledger.CreateAccount{ID: v[0], Ledger: uint32(v[1]), Code: uint16(v[2]), Flags: ledger.AccountFlags(v[3]),
-			UserData: [2]uint64{v[4], v[5]}, UserRef: v[6]}, nil
+			UserData: [2]uint64{v[4], v[5]}, UserRef: v[6], Linked: lk}, nil
 	case ledger.KindDeposit:
-		o := ledger.Deposit{Account: v[0], Amount: v[1], UserRef: v[2]}
+		o := ledger.Deposit{Account: v[0], Amount: v[1], UserRef: v[2], Linked: lk}
 		if !arena {
 			return o, nil
 		}
 		d.deps = append(d.deps, o)
 		return &d.deps[len(d.deps)-1], nil
 	case ledger.KindWithdrawal:
-		o := ledger.Withdrawal{Account: v[0], Amount: v[1], UserRef: v[2]}
+		o := ledger.Withdrawal{Account: v[0], Amount: v[1], UserRef: v[2], Linked: lk}
 		if !arena {
 			return o, nil
 		}
 		d.wds = append(d.wds, o)
 		return &d.wds[len(d.wds)-1], nil
 	default: // transfer
-		o := ledger.Transfer{From: v[0], To: v[1], Amount: v[2], UserRef: v[3]}
+		o := ledger.Transfer{From: v[0], To: v[1], Amount: v[2], UserRef: v[3], Linked: lk}
 		if err := checkTransfer(idx, &o); err != nil {
 			return nil, err
 		}

@@ -167,19 +167,19 @@ func (e *Encoder) op(op ledger.Op) {
 			return
 		}
 	case ledger.Deposit:
-		e.single(ledger.KindDeposit, o.Account, o.Amount, o.UserRef)
+		e.single(ledger.KindDeposit, o.Account, o.Amount, o.UserRef, o.Linked)
 		return
 	case *ledger.Deposit:
 		if o != nil {
-			e.single(ledger.KindDeposit, o.Account, o.Amount, o.UserRef)
+			e.single(ledger.KindDeposit, o.Account, o.Amount, o.UserRef, o.Linked)
 			return
 		}
 	case ledger.Withdrawal:
-		e.single(ledger.KindWithdrawal, o.Account, o.Amount, o.UserRef)
+		e.single(ledger.KindWithdrawal, o.Account, o.Amount, o.UserRef, o.Linked)
 		return
 	case *ledger.Withdrawal:
 		if o != nil {
-			e.single(ledger.KindWithdrawal, o.Account, o.Amount, o.UserRef)
+			e.single(ledger.KindWithdrawal, o.Account, o.Amount, o.UserRef, o.Linked)
 			return
 		}
 	case ledger.Transfer:
@@ -202,8 +202,23 @@ func (e *Encoder) op(op ledger.Op) {
 	_ = e.enc.EncodeNil()
 }
 
+// linked appends the optional last element of an op: true for a linked op,
+// nothing otherwise (n is the op's array length without it).
+func (e *Encoder) opLen(n int, linked bool) {
+	if linked {
+		n++
+	}
+	_ = e.enc.EncodeArrayLen(n)
+}
+
+func (e *Encoder) linked(l bool) {
+	if l {
+		_ = e.enc.EncodeBool(true)
+	}
+}
+
 func (e *Encoder) createAccount(o *ledger.CreateAccount) {
-	_ = e.enc.EncodeArrayLen(8)
+	e.opLen(8, o.Linked)
 	e.u(uint64(ledger.KindCreateAccount))
 	e.u(o.ID)
 	e.u(uint64(o.Ledger))
@@ -212,27 +227,30 @@ func (e *Encoder) createAccount(o *ledger.CreateAccount) {
 	e.u(o.UserData[0])
 	e.u(o.UserData[1])
 	e.u(o.UserRef)
+	e.linked(o.Linked)
 }
 
-func (e *Encoder) single(k ledger.Kind, account, amount, ref uint64) {
-	_ = e.enc.EncodeArrayLen(4)
+func (e *Encoder) single(k ledger.Kind, account, amount, ref uint64, linked bool) {
+	e.opLen(4, linked)
 	e.u(uint64(k))
 	e.u(account)
 	e.u(amount)
 	e.u(ref)
+	e.linked(linked)
 }
 
 func (e *Encoder) transfer(o *ledger.Transfer) {
-	_ = e.enc.EncodeArrayLen(5)
+	e.opLen(5, o.Linked)
 	e.u(uint64(ledger.KindTransfer))
 	e.u(o.From)
 	e.u(o.To)
 	e.u(o.Amount)
 	e.u(o.UserRef)
+	e.linked(o.Linked)
 }
 
 func (e *Encoder) composite(o *ledger.Composite) {
-	_ = e.enc.EncodeArrayLen(4)
+	e.opLen(4, o.Linked)
 	e.u(uint64(ledger.KindComposite))
 	e.u(uint64(o.Flags))
 	e.u(o.UserRef)
@@ -242,6 +260,7 @@ func (e *Encoder) composite(o *ledger.Composite) {
 		e.u(l.Account)
 		e.i(l.Delta)
 	}
+	e.linked(o.Linked)
 }
 
 // Pong appends a TypePong response.

@@ -45,8 +45,8 @@ func TestRequestRoundTrip(t *testing.T) {
 	ops := []ledger.Op{
 		ledger.Deposit{Account: 1, Amount: 100, UserRef: 7},
 		&ledger.Withdrawal{Account: 2, Amount: 1 << 40},
-		ledger.Transfer{From: 1, To: 2, Amount: 5, UserRef: 1<<64 - 1},
-		ledger.Composite{Legs: []ledger.Leg{{Account: 1, Delta: -3}, {Account: 2, Delta: 3}}, Flags: ledger.NoNegative, UserRef: 9},
+		ledger.Transfer{From: 1, To: 2, Amount: 5, UserRef: 1<<64 - 1, Linked: true},
+		ledger.Composite{Legs: []ledger.Leg{{Account: 1, Delta: -3}, {Account: 2, Delta: 3}}, Flags: ledger.NoNegative, UserRef: 9, Linked: true},
 		ledger.CreateAccount{ID: 1 << 63, Ledger: 1<<32 - 1, Code: 7, Flags: ledger.CreditsMustNotExceedDebits | ledger.History, UserData: [2]uint64{1, 1<<64 - 1}, UserRef: 4},
 	}
 	e := NewEncoder()
@@ -68,7 +68,7 @@ func TestRequestRoundTrip(t *testing.T) {
 		{},
 		{Level: ledger.Committed, Ops: []ledger.Op{
 			&ledger.Deposit{Account: 1, Amount: 100, UserRef: 7}, &ledger.Withdrawal{Account: 2, Amount: 1 << 40},
-			&ledger.Transfer{From: 1, To: 2, Amount: 5, UserRef: 1<<64 - 1}, ops[3], ops[4]}},
+			&ledger.Transfer{From: 1, To: 2, Amount: 5, UserRef: 1<<64 - 1, Linked: true}, ops[3], ops[4]}},
 		{Level: ledger.Snapshot, Op: ops[2]},
 		{Tx: 99, Level: ledger.Computed},
 		{Account: 42},
@@ -270,7 +270,9 @@ func TestMalformedOps(t *testing.T) {
 		{"unknown kind", vals(uint64(9), uint64(1), uint64(1), uint64(0)), "kind"},
 		{"kind 0", vals(uint64(0), uint64(1), uint64(1), uint64(0)), "kind"},
 		{"transfer without to", vals(tr, uint64(11), uint64(40), uint64(0)), "kind"},
-		{"deposit with a transfer's fields", vals(dep, uint64(1), uint64(2), uint64(3), uint64(0)), "kind"},
+		{"deposit with a transfer's fields", vals(dep, uint64(1), uint64(2), uint64(3), uint64(0)), "linked"}, // the one optional extra field
+		{"deposit with two extra fields", vals(dep, uint64(1), uint64(2), uint64(3), true, true), "kind"},
+		{"linked not a boolean", vals(tr, uint64(1), uint64(2), uint64(3), uint64(0), nil), "linked"},
 		{"deposit short", vals(dep, uint64(1), uint64(2)), "kind"},
 		{"nil account", vals(dep, nil, uint64(2), uint64(0)), "account"},
 		{"string amount", vals(dep, uint64(1), "5", uint64(0)), "amount"},
@@ -289,7 +291,8 @@ func TestMalformedOps(t *testing.T) {
 		{"composite leg on the system account", vals(cp, uint64(0), uint64(0), []any{leg(uint64(0), int64(-1)), leg(uint64(2), int64(1))}), "legs[0].account"},
 		{"composite leg with 3 fields", vals(cp, uint64(0), uint64(0), []any{[]any{uint64(1), int64(-1), uint64(0)}, leg(uint64(2), int64(1))}), "legs[0]"},
 		{"composite leg not an array", vals(cp, uint64(0), uint64(0), []any{uint64(1)}), "legs[0]"},
-		{"composite with 4 fields", vals(cp, uint64(0), uint64(0), []any{leg(uint64(1), int64(-1)), leg(uint64(2), int64(1))}, uint64(0)), "kind"},
+		{"composite with 4 fields", vals(cp, uint64(0), uint64(0), []any{leg(uint64(1), int64(-1)), leg(uint64(2), int64(1))}, uint64(0)), "linked"},
+		{"composite with 5 fields", vals(cp, uint64(0), uint64(0), []any{leg(uint64(1), int64(-1)), leg(uint64(2), int64(1))}, true, true), "kind"},
 	}
 	d := NewDecoder()
 	for _, c := range cases {
