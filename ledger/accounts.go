@@ -18,7 +18,9 @@ const (
 	// History asks for the account's history to be kept (reserved for the
 	// history index; stored and compared, no effect yet).
 	History
-	// Closed: the account takes no transfer.
+	// Closed: the account takes no transfer (debit_account_already_closed,
+	// credit_account_already_closed). Set at creation; closing an open
+	// account by a transfer is not built yet.
 	Closed
 	accountFlagsMask = DebitsMustNotExceedCredits | CreditsMustNotExceedDebits | History | Closed
 )

@@ -91,9 +91,10 @@ func (x *executor) entriesBound(r *request) int {
 // Checks run in a fixed order, which the model test mirrors: Duplicate;
 // then for a CreateAccount the Exists* reasons and AccountsLimitReached;
 // for a composite EntryLimitExceeded and ZeroSumViolation, then per leg in
-// order AccountNotFound, AccountsMustHaveSameLedger, the overflows and the
-// limits; for the others AccountNotFound (debit account first),
-// AccountsMustHaveSameLedger, OverflowsDebitsPosted,
+// order AccountNotFound, the closed reason of the leg's side,
+// AccountsMustHaveSameLedger, the overflows and the limits; for the others
+// AccountNotFound (debit account first), DebitAccountAlreadyClosed,
+// CreditAccountAlreadyClosed, AccountsMustHaveSameLedger, OverflowsDebitsPosted,
 // OverflowsCreditsPosted, ExceedsCredits, ExceedsDebits.
 func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 	*rec = txRecord{id: id, userRef: r.userRef, ts: ts, kind: r.kind, w: r.w, wlevel: r.wlevel}
@@ -268,6 +269,12 @@ func (x *executor) transfer(from, to, amt uint64, id uint64, rec *txRecord) Fail
 	if !ok {
 		return AccountNotFound
 	}
+	if x.meta(ds).flags&Closed != 0 {
+		return DebitAccountAlreadyClosed
+	}
+	if x.meta(cs).flags&Closed != 0 {
+		return CreditAccountAlreadyClosed
+	}
 	if !x.sameLedger(ds, cs) {
 		return AccountsMustHaveSameLedger
 	}
@@ -335,6 +342,12 @@ func (x *executor) composite(r *request, id uint64, rec *txRecord) FailReason {
 			return AccountNotFound
 		}
 		m := x.meta(s)
+		if m.flags&Closed != 0 {
+			if l.Delta < 0 {
+				return DebitAccountAlreadyClosed
+			}
+			return CreditAccountAlreadyClosed
+		}
 		if s != 0 {
 			if ledger == 0 {
 				ledger = m.ledger

@@ -114,6 +114,10 @@ func (m *model) post(from, to, amt uint64) outcome {
 	switch {
 	case d == nil || c == nil:
 		return outcome{fail: AccountNotFound}
+	case d.flags&Closed != 0:
+		return outcome{fail: DebitAccountAlreadyClosed}
+	case c.flags&Closed != 0:
+		return outcome{fail: CreditAccountAlreadyClosed}
 	case from != SystemAccount && to != SystemAccount && d.ledger != c.ledger:
 		return outcome{fail: AccountsMustHaveSameLedger}
 	case over(math.MaxInt64, d.col[DebitsPosted], amt):
@@ -157,6 +161,12 @@ func (m *model) composite(o Composite) outcome {
 			cp := *orig
 			a = &cp
 			work[l.Account] = a
+		}
+		if a.flags&Closed != 0 {
+			if l.Delta < 0 {
+				return outcome{fail: DebitAccountAlreadyClosed}
+			}
+			return outcome{fail: CreditAccountAlreadyClosed}
 		}
 		if l.Account != SystemAccount {
 			if ledger == 0 {
@@ -339,7 +349,7 @@ func (g *opGen) op() Op {
 	}
 	switch k := rng.IntN(20); {
 	case k < 3:
-		flags := []AccountFlags{0, DebitsMustNotExceedCredits, CreditsMustNotExceedDebits, History | DebitsMustNotExceedCredits}[rng.IntN(4)]
+		flags := []AccountFlags{0, DebitsMustNotExceedCredits, CreditsMustNotExceedDebits, History | DebitsMustNotExceedCredits, 0, Closed}[rng.IntN(6)]
 		return CreateAccount{ID: g.acct(), Ledger: 1 + uint32(rng.IntN(2)), Code: uint16(rng.IntN(2)), Flags: flags,
 			UserData: [2]uint64{0, uint64(rng.IntN(2))}, UserRef: ref}
 	case k < 8:
@@ -471,7 +481,7 @@ func TestModelRandomOps(t *testing.T) {
 	for _, f := range []FailReason{OK, ExceedsCredits, ExceedsDebits, AccountNotFound, ZeroSumViolation, EntryLimitExceeded,
 		OverflowsDebitsPosted, OverflowsCreditsPosted, Duplicate, Exists, ExistsWithDifferentFlags, ExistsWithDifferentUserData,
 		ExistsWithDifferentLedger, ExistsWithDifferentCode, AccountsLimitReached, AccountsMustHaveSameLedger,
-		LinkedEventFailed, LinkedEventChainOpen} {
+		LinkedEventFailed, LinkedEventChainOpen, DebitAccountAlreadyClosed, CreditAccountAlreadyClosed} {
 		require.Positive(t, fails[f], "no transaction failed with %v", f)
 	}
 	t.Logf("fail reasons: %v", fails)

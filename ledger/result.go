@@ -50,6 +50,10 @@ const (
 	// LinkedEventChainOpen: the op's batch ended inside its linked chain
 	// (its last op was linked); nothing of the chain applied.
 	LinkedEventChainOpen
+	// DebitAccountAlreadyClosed, CreditAccountAlreadyClosed: the account
+	// the op debits (credits) has the Closed flag.
+	DebitAccountAlreadyClosed
+	CreditAccountAlreadyClosed
 	numFailReasons
 )
 
@@ -59,7 +63,8 @@ var failNames = [...]string{"ok", "exceeds_credits", "account_not_found", "zero_
 	"entry_limit_exceeded", "overflows_debits_posted", "overflows_credits_posted", "duplicate",
 	"exceeds_debits", "exists", "exists_with_different_flags", "exists_with_different_user_data",
 	"exists_with_different_ledger", "exists_with_different_code", "accounts_limit_reached",
-	"accounts_must_have_same_ledger", "linked_event_failed", "linked_event_chain_open"}
+	"accounts_must_have_same_ledger", "linked_event_failed", "linked_event_chain_open",
+	"debit_account_already_closed", "credit_account_already_closed"}
 
 // String returns the reason's snake_case name.
 func (f FailReason) String() string {

@@ -54,6 +54,10 @@ var failTable = []struct {
 	// A chain that applies.
 	{ledger.CreateAccount{ID: 5, Ledger: 1, Linked: true}, `{"type":"create_account","id":5,"ledger":1,"linked":true}`, ledger.OK},
 	{ledger.Deposit{Account: 5, Amount: 3}, `{"type":"deposit","account":5,"amount":3}`, ledger.OK},
+	// A closed account takes no transfer, either side.
+	{ledger.CreateAccount{ID: 6, Ledger: 1, Flags: ledger.Closed}, `{"type":"create_account","id":6,"ledger":1,"flags":["closed"]}`, ledger.OK},
+	{ledger.Transfer{From: 6, To: 4, Amount: 1}, `{"type":"transfer","from":6,"to":4,"amount":1}`, ledger.DebitAccountAlreadyClosed},
+	{ledger.Deposit{Account: 6, Amount: 1}, `{"type":"deposit","account":6,"amount":1}`, ledger.CreditAccountAlreadyClosed},
 	// A chain left open by the end of the batch.
 	{ledger.Deposit{Account: 4, Amount: 1, Linked: true}, `{"type":"deposit","account":4,"amount":1,"linked":true}`, ledger.LinkedEventChainOpen},
 }
