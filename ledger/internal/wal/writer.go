@@ -196,7 +196,10 @@ func (w *Writer) open(seg Segment) error {
 			return err
 		}
 	}
-	if w.opts.Oldest != nil && len(w.segs) == 0 {
+	w.mu.Lock() // the persister's RemoveBelow changes segs concurrently
+	first := len(w.segs) == 0
+	w.mu.Unlock()
+	if w.opts.Oldest != nil && first {
 		if err := w.opts.Oldest(seg); err != nil {
 			return err
 		}
