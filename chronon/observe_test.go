@@ -50,30 +50,30 @@ func TestCountersCSV(t *testing.T) {
 	assert.Error(t, s.DumpCounters(&buf, 0))
 }
 
-// TestCountersCSVClosedBeforeRun: a simulation closed before its first
-// cycle writes the header and no interval (once it wrote a row ending at
-// cycle 2^64-1).
-func TestCountersCSVClosedBeforeRun(t *testing.T) {
-	s := chronon.New()
-	require.NoError(t, s.Add("u", &counted{}))
-	require.NoError(t, s.Build())
-	var buf bytes.Buffer
-	require.NoError(t, s.DumpCounters(&buf, 4))
-	require.NoError(t, s.Close())
-	assert.Equal(t, "from_cycle,to_cycle,u.Ticks,u.evens\n", buf.String())
-}
-
-// TestCountersCSVWholeIntervals: a run that ends on an interval boundary
-// writes no empty interval at Close.
-func TestCountersCSVWholeIntervals(t *testing.T) {
-	s := chronon.New()
-	require.NoError(t, s.Add("u", &counted{}))
-	require.NoError(t, s.Build())
-	var buf bytes.Buffer
-	require.NoError(t, s.DumpCounters(&buf, 4))
-	require.NoError(t, s.Run(8))
-	require.NoError(t, s.Close())
-	assert.Equal(t, "from_cycle,to_cycle,u.Ticks,u.evens\n0,3,4,2\n4,7,4,2\n", buf.String())
+// TestCountersCSVIntervalEnds: Close writes only a non-empty last
+// interval. A simulation closed before its first cycle writes the header
+// alone (it once wrote a row ending at cycle 2^64-1), and one that ends on
+// an interval boundary writes no empty interval.
+func TestCountersCSVIntervalEnds(t *testing.T) {
+	const header = "from_cycle,to_cycle,u.Ticks,u.evens\n"
+	for _, tc := range []struct {
+		cycles uint64
+		want   string
+	}{
+		{0, header},
+		{8, header + "0,3,4,2\n4,7,4,2\n"},
+	} {
+		s := chronon.New()
+		require.NoError(t, s.Add("u", &counted{}))
+		require.NoError(t, s.Build())
+		var buf bytes.Buffer
+		require.NoError(t, s.DumpCounters(&buf, 4))
+		if tc.cycles > 0 {
+			require.NoError(t, s.Run(tc.cycles))
+		}
+		require.NoError(t, s.Close())
+		assert.Equal(t, tc.want, buf.String(), "closed after %d cycles", tc.cycles)
+	}
 }
 
 func TestTraceJSON(t *testing.T) {
