@@ -27,14 +27,17 @@ func benchOps(n int, accounts uint64) []Op {
 }
 
 // BenchmarkSubmit is sustained durable throughput from one goroutine: each
-// op is a Submit, and the timer stops only once the last is Committed, so
-// ns/op is the pipeline's cost per transaction (WAL synced, snapshots on).
+// op is a Submit (deposits and transfers between the 1M accounts created
+// before the timer starts), and the timer stops only once the last is
+// Committed, so ns/op is the pipeline's cost per transaction (WAL synced,
+// snapshots on).
 func BenchmarkSubmit(b *testing.B) {
 	l, err := Open(Config{Dir: b.TempDir(), MaxAccounts: 1_000_000})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer l.Close()
+	createAccounts(b, l, 1_000_000)
 	ops := benchOps(1<<16, 1_000_000)
 	b.ReportAllocs()
 	submitCommitted(b, l, ops)
@@ -68,6 +71,7 @@ func BenchmarkSubmitParallel(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close()
+	createAccounts(b, l, 1_000_000)
 	ops := benchOps(1<<16, 1_000_000)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -99,6 +103,7 @@ func BenchmarkRecovery(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	createAccounts(b, l, 1_000_000)
 	ops := benchOps(1<<12, 1_000_000)
 	for i := 0; i < n; i += len(ops) {
 		if _, _, err := l.SubmitBatch(ops); err != nil {
@@ -138,6 +143,7 @@ func BenchmarkClosedLoopCommit(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
+			createAccounts(b, l, 2)
 			ctx := context.Background()
 			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
@@ -182,12 +188,16 @@ func BenchmarkExecuteRefs(b *testing.B) {
 
 func benchExecute(b *testing.B, d *dedup, refs bool) {
 	const accounts, lag = 1_000_000, 1 << 16
-	readable := make([]atomic.Int64, accounts)
-	x := &executor{readable: readable, ov: newOverlay(overlaySlots(DefaultRingSize), 0), dedup: d, maxEntries: DefaultMaxEntries}
+	readable := make([]atomic.Int64, cellsPerAccount*accounts)
+	accts := newAccountTable(accounts)
+	for a := uint64(1); a < accounts; a++ {
+		accts.insert(acctMeta{id: a, ledger: 1, flags: DebitsMustNotExceedCredits}) // as every account was before: no debit below zero
+	}
+	x := &executor{readable: readable, accts: accts, ov: newOverlay(overlaySlots(DefaultRingSize), 0), dedup: d, maxEntries: DefaultMaxEntries}
 	ops := benchOps(1<<20, accounts)
 	reqs := make([]request, len(ops))
 	for i, op := range ops {
-		if err := prepare(op, accounts, &reqs[i]); err != nil {
+		if err := prepare(op, &reqs[i]); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -201,7 +211,7 @@ func benchExecute(b *testing.B, d *dedup, refs bool) {
 		rec := &recs[id%lag]
 		if rec.id != 0 {
 			for _, e := range rec.entries() {
-				readable[e.Account].Store(e.Balance)
+				readable[e.cell].Store(e.value)
 			}
 			snap = rec.id
 		}
@@ -245,6 +255,7 @@ func BenchmarkDedupIndex(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
+			createAccounts(b, l, 1_000_000)
 			ops := benchOps(1<<16, 1_000_000)
 			b.ReportAllocs()
 			b.ResetTimer()

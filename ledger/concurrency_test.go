@@ -19,6 +19,7 @@ func TestConcurrentSubmitters(t *testing.T) {
 		perG       = 2000
 	)
 	l := openTest(t, Config{MaxAccounts: goroutines + 1, RingSize: 1024})
+	base := createAccounts(t, l, goroutines+1)
 	ids := make([][]TxID, goroutines)
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -51,12 +52,12 @@ func TestConcurrentSubmitters(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	total := goroutines * perG
+	total := goroutines*perG + int(base)
 	seen := make([]bool, total+1)
 	for g := range ids {
 		require.Len(t, ids[g], perG)
 		for i, id := range ids[g] {
-			require.True(t, id >= 1 && int(id) <= total, "id %d", id)
+			require.True(t, id > base && int(id) <= total, "id %d", id)
 			require.False(t, seen[id], "id %d twice", id)
 			seen[id] = true
 			if i > 0 {
@@ -66,7 +67,8 @@ func TestConcurrentSubmitters(t *testing.T) {
 	}
 	require.NoError(t, l.Wait(context.Background(), TxID(total), Committed))
 	next := make([]uint64, goroutines+1)
-	require.NoError(t, scanLedgerWAL(l, 1, func(tx *walTx) error {
+	require.NoError(t, scanLedgerWAL(l, uint64(base)+1, func(tx *walTx) error {
+		require.Equal(t, OK, tx.fail)
 		e := tx.entry(1)
 		next[e.Account]++
 		require.Equal(t, int64(next[e.Account]), e.Delta, "tx %d", tx.id)

@@ -24,7 +24,7 @@ const (
 )
 
 // MaxAccountsLimit is the largest Config.MaxAccounts: 2^28 accounts need
-// 2 GiB of preallocated balances.
+// about 19 GiB preallocated (see Config.MaxAccounts).
 const MaxAccountsLimit = 1 << 28
 
 // Config configures Open. The zero value of every field except Dir selects
@@ -35,12 +35,16 @@ type Config struct {
 	// FS is the filesystem pebble uses; nil means the OS (vfs.Default).
 	// Tests pass a fault-injecting or in-memory vfs.FS.
 	FS vfs.FS
-	// MaxAccounts bounds account ids to [0, MaxAccounts); default
-	// 1,000,000; at most MaxAccountsLimit. Balances are preallocated: 8
-	// bytes per account, the readable balances, which the Transactor reads
-	// under a fixed-size overlay of the balances it changed and the
-	// Snapshotter has not applied yet (sized by RingSize), and from which
-	// snapshots are written without a copy. Fixed when the directory is
+	// MaxAccounts bounds the number of accounts, the system account
+	// included (CreateAccount fails with AccountsLimitReached beyond it);
+	// default 1,000,000; at most MaxAccountsLimit. Account ids are any
+	// uint64 but 0; they map to dense slots through an open-addressing
+	// index. Everything per account is preallocated: 32 bytes of metadata,
+	// 32 bytes of cells (the four columns: the readable cells, which the
+	// Transactor reads under a fixed-size overlay of the cells it changed
+	// and the Snapshotter has not applied yet, sized by RingSize, and from
+	// which snapshots are written without a copy) and 8 to 16 bytes of
+	// index: 72 to 80 bytes per account. Fixed when the directory is
 	// created; opening with another value fails with ErrIncompatible.
 	MaxAccounts uint64
 	// WaitStrategy governs how idle stages wait; default pressure.Balanced.

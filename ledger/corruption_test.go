@@ -37,12 +37,7 @@ func openState(t *testing.T, cfg Config) (recoveryInfo, Indexes, []int64, error)
 	defer func() { require.NoError(t, l.Close()) }()
 	x, err := l.Indexes()
 	require.NoError(t, err)
-	bal := make([]int64, cfg.MaxAccounts)
-	for a := range bal {
-		bal[a], err = l.Balance(uint64(a))
-		require.NoError(t, err)
-	}
-	return l.recovered, x, bal, nil
+	return l.recovered, x, balances(t, l), nil
 }
 
 func copyDir(t *testing.T, src string) string {
@@ -195,7 +190,7 @@ func TestCorruptionCoveredLastBatch(t *testing.T) {
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
 		r, err := recoverState(db, &Config{Dir: cfg.Dir, MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
 		require.NoError(t, err)
-		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs}, r.bal, func() uint64 { return 100 }, nil, nil)
+		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs, accounts: r.accts.n}, r.bal, r.accts.meta, func() uint64 { return 100 }, nil, nil)
 		require.NoError(t, err)
 	})
 	bs := walBatches(t, cfg.Dir)

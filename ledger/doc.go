@@ -6,10 +6,10 @@
 //	Submit -> Sequencer -> Transactor -> WAL -> Snapshotter
 //
 // The Sequencer assigns contiguous transaction ids. The Transactor, the only
-// writer of the working balances, runs the business logic once and turns each
-// operation into immutable entries (account, signed delta, resulting balance)
-// whose deltas sum to zero, or into a failed transaction with a FailReason and
-// no entries. The WAL group-commits batches of computed transactions, one
+// writer of the accounts and their working columns, runs the business logic
+// once and turns each operation into immutable entries (account, column,
+// delta, resulting value) whose debits equal their credits, or into a
+// failed transaction with a FailReason and no entries. The WAL group-commits batches of computed transactions, one
 // record each, to its own segment files (internal/wal) with fdatasync. The
 // Snapshotter applies committed entries to the readable
 // balances and periodically persists a snapshot into pebble, so that
@@ -22,6 +22,9 @@
 // caller may wait for any level with Wait or SubmitAndWait; waiting is event
 // driven and costs the stages one atomic load per advance while nobody waits.
 //
-// Account 0 is the system account: deposits take money from it and
-// withdrawals return money to it, so the sum of all balances is always zero.
+// Accounts are created (CreateAccount) with a sparse id, a ledger, a code
+// and flags, and keep four columns: debits and credits, posted and pending.
+// Account 0 is the system account, which exists without being created:
+// deposits debit it and withdrawals credit it, so over all accounts the
+// debits always equal the credits. See docs/ledger.md for the data model.
 package ledger

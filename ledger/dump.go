@@ -31,8 +31,13 @@ func dumpDir(fs vfs.FS, dir string, from, to uint64, fn func(*offline.Tx) error)
 		}
 		line = offline.Tx{ID: t.id, Kind: t.kind.String(), Fail: strings.ReplaceAll(t.fail.String(), " ", "_"),
 			UserRef: t.userRef, DupOf: t.dupOf, TsNs: t.ts, Entries: line.Entries[:0]}
+		if t.kind == KindCreateAccount {
+			a := t.acct
+			line.Account = &offline.Account{ID: a.id, Ledger: a.ledger, Code: a.code, Flags: uint16(a.flags), UserData: a.userData}
+		}
 		for i := 0; i < t.n; i++ {
-			line.Entries = append(line.Entries, offline.Entry(t.entry(i)))
+			e := t.entry(i)
+			line.Entries = append(line.Entries, offline.Entry{Account: e.Account, Column: e.Column.String(), Delta: e.Delta, Value: e.Value})
 		}
 		return fn(&line)
 	})

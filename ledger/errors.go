@@ -20,8 +20,15 @@ var (
 	ErrZeroAmount = errors.New("ledger: zero amount")
 	// ErrAmountRange: an amount does not fit an int64.
 	ErrAmountRange = errors.New("ledger: amount out of range")
-	// ErrAccountRange: an account id is not below Config.MaxAccounts.
-	ErrAccountRange = errors.New("ledger: account out of range")
+	// ErrAccountID: CreateAccount of id 0, the system account's.
+	ErrAccountID = errors.New("ledger: account id 0 is the system account's")
+	// ErrLedgerZero: CreateAccount with ledger 0.
+	ErrLedgerZero = errors.New("ledger: ledger must not be zero")
+	// ErrAccountFlags: unknown account flags, or both balance limits.
+	ErrAccountFlags = errors.New("ledger: invalid account flags")
+	// ErrAccountNotFound: Balance or Lookup of an account that does not
+	// exist (or whose creation is not yet applied, see Lookup).
+	ErrAccountNotFound = errors.New("ledger: account not found")
 	// ErrSameAccount: a Transfer to itself, or a Deposit or Withdrawal on
 	// the system account.
 	ErrSameAccount = errors.New("ledger: source and destination are the same account")
@@ -31,6 +38,8 @@ var (
 	ErrTooManyLegs = errors.New("ledger: composite has too many legs")
 	// ErrFlags: unknown Composite flags.
 	ErrFlags = errors.New("ledger: unknown composite flags")
+	// ErrChainLength: a linked chain of more than MaxChain ops.
+	ErrChainLength = errors.New("ledger: linked chain too long")
 	// ErrBatchSize: SubmitBatch with no ops or more than the Sequencer ring holds.
 	ErrBatchSize = errors.New("ledger: batch size out of range")
 	// ErrLevel: a wait level other than Computed, Committed or Snapshot.

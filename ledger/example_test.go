@@ -20,6 +20,13 @@ func Example() {
 	defer l.Close()
 
 	ctx := context.Background()
+	// Accounts are created first; 1 may not go below zero.
+	if _, _, err := l.SubmitBatch([]ledger.Op{
+		ledger.CreateAccount{ID: 1, Ledger: 1, Flags: ledger.DebitsMustNotExceedCredits},
+		ledger.CreateAccount{ID: 2, Ledger: 1},
+	}); err != nil {
+		log.Fatal(err)
+	}
 	if _, err := l.SubmitAndWait(ctx, ledger.Deposit{Account: 1, Amount: 500}, ledger.Committed); err != nil {
 		log.Fatal(err)
 	}
@@ -28,7 +35,14 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println(r.ID, r.Fail)
-	// Output: 2 insufficient_funds
+	r, err = l.SubmitAndWait(ctx, ledger.Transfer{From: 1, To: 3, Amount: 100}, ledger.Committed)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(r.ID, r.Fail)
+	// Output:
+	// 4 exceeds_credits
+	// 5 account_not_found
 }
 
 func ExampleOpen() {
@@ -56,7 +70,11 @@ func ExampleLedger_Submit() {
 	}
 	defer l.Close()
 
-	// Submit returns as soon as the transaction has an id.
+	// Submit returns as soon as the transaction has an id; the
+	// Transactor runs ops in id order, so the account exists in time.
+	if _, err := l.Submit(ledger.CreateAccount{ID: 7, Ledger: 1}); err != nil {
+		log.Fatal(err)
+	}
 	id, err := l.Submit(ledger.Deposit{Account: 7, Amount: 250})
 	if err != nil {
 		log.Fatal(err)
@@ -72,7 +90,7 @@ func ExampleLedger_Submit() {
 	_, err = l.Submit(ledger.Transfer{From: 7, To: 7, Amount: 1})
 	fmt.Println(err)
 	// Output:
-	// 1 250 -250
+	// 2 250 -250
 	// op 0: ledger: source and destination are the same account
 }
 
@@ -86,6 +104,9 @@ func ExampleLedger_SubmitAndWait() {
 	defer l.Close()
 
 	ctx := context.Background()
+	for _, id := range []uint64{1, 2, 9} {
+		l.Submit(ledger.CreateAccount{ID: id, Ledger: 1})
+	}
 	l.SubmitAndWait(ctx, ledger.Deposit{Account: 1, Amount: 100}, ledger.Computed)
 	// A three-leg payment with a fee to account 9; it must net to zero.
 	r, err := l.SubmitAndWait(ctx, ledger.Composite{
@@ -96,10 +117,10 @@ func ExampleLedger_SubmitAndWait() {
 		log.Fatal(err)
 	}
 	for _, e := range r.Entries {
-		fmt.Printf("account %d: %+d -> %d\n", e.Account, e.Delta, e.Balance)
+		fmt.Printf("account %d: %v %+d -> %d\n", e.Account, e.Column, e.Delta, e.Value)
 	}
 	// Output:
-	// account 1: -100 -> 0
-	// account 2: +98 -> 98
-	// account 9: +2 -> 2
+	// account 1: debits_posted +100 -> 100
+	// account 2: credits_posted +98 -> 98
+	// account 9: credits_posted +2 -> 2
 }

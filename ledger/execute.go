@@ -1,54 +1,62 @@
 package ledger
 
 import (
-	"math"
 	"math/bits"
 	"sync/atomic"
 )
 
-// executor holds the Transactor's working state. The working balance of an
-// account is its overlay slot's balance if it has one, otherwise its readable
-// balance (see overlay). The dedup index is the Transactor's own.
+// executor holds the Transactor's working state. The working value of a
+// cell (one column of one account) is its overlay slot's value if it has
+// one, otherwise its readable value (see overlay). The account table and
+// the dedup index are the Transactor's to write.
 type executor struct {
-	readable   []atomic.Int64 // the Snapshotter's balances, read only here
-	ov         overlay
+	readable []atomic.Int64 // the Snapshotter's cells, read only here
+	ov       overlay
+	accts    *accountTable
+	// tent holds the accounts a linked chain being executed created,
+	// slots accts.n on: they enter accts only if the chain applies.
+	tent       []acctMeta
+	inChain    bool
 	dedup      *dedup
 	maxEntries int
 	sink       int64 // keeps touch's loads
 }
 
-// balance returns account a's working balance: the balance after the last
-// transaction the Transactor executed.
-func (x *executor) balance(a uint64) int64 {
-	if b, ok := x.ov.get(a); ok {
-		return b
+// value returns cell c's working value: after the last transaction the
+// Transactor executed.
+func (x *executor) value(c uint64) int64 {
+	if v, ok := x.ov.get(c); ok {
+		return v
 	}
-	return x.readable[a].Load()
+	return x.readable[c].Load()
 }
 
-// lookup returns account a's overlay position (see overlay.find) and its
-// working balance.
-func (x *executor) lookup(a uint64) (i uint64, found bool, bal int64) {
-	i, found = x.ov.find(a)
+// lookup returns cell c's overlay position (see overlay.find) and its
+// working value.
+func (x *executor) lookup(c uint64) (i uint64, found bool, v int64) {
+	i, found = x.ov.find(c)
 	if found {
 		return i, true, x.ov.slots[i].bal
 	}
-	return i, false, x.readable[a].Load()
+	return i, false, x.readable[c].Load()
 }
 
-// touch loads, for each request, the overlay slot at its accounts' home,
-// their readable balances and its ref's dedup slot. The loads are independent of each other, so the
-// cache misses of a group of requests overlap here instead of being paid one
-// after another inside execute, which then finds the lines in cache.
+// touch loads, for each request, its accounts' index entries and slots, and
+// the overlay slots at the homes of the cells a transfer changes. The loads
+// are independent of each other, so the cache misses of a group of requests
+// overlap here instead of being paid one after another inside execute,
+// which then finds the lines in cache.
 func (x *executor) touch(reqs []request) {
 	var s int64
 	for i := range reqs {
 		r := &reqs[i]
 		switch r.kind {
-		case KindDeposit, KindWithdrawal:
-			s += x.peek(r.a)
+		case KindDeposit:
+			s += x.peek(r.a, CreditsPosted)
+		case KindWithdrawal:
+			s += x.peek(r.a, DebitsPosted)
 		case KindTransfer:
-			s += x.peek(r.a) + x.peek(r.b)
+			s += x.peek(r.a, DebitsPosted) + x.peek(r.b, CreditsPosted)
 		}
 		if r.userRef != 0 {
 			s += x.dedup.touch(r.userRef)
@@ -57,74 +65,257 @@ func (x *executor) touch(reqs []request) {
 	x.sink += s
 }
 
-func (x *executor) peek(a uint64) int64 {
-	return int64(x.ov.slots[x.ov.home(a)].acct) + x.readable[a].Load()
+// peek loads what looking up column col of account a will: a's index
+// entry and metadata, the overlay slot at the cell's home and the cell. If
+// a's slot is not the first in its probe, the cell is the system account's.
+func (x *executor) peek(a uint64, col Column) int64 {
+	c := cell(x.accts.peek(a), col)
+	return int64(x.ov.slots[x.ov.home(c)].acct) + x.readable[c].Load()
 }
 
 // entriesBound is the most overlay slots transaction r can take.
 func (x *executor) entriesBound(r *request) int {
-	if r.kind != KindComposite {
-		return 2
+	switch r.kind {
+	case KindCreateAccount:
+		return 0
+	case KindComposite:
+		if len(r.legs) > x.maxEntries {
+			return 0 // EntryLimitExceeded, no entries
+		}
+		return len(r.legs)
 	}
-	if len(r.legs) > x.maxEntries {
-		return 0 // EntryLimitExceeded, no entries
-	}
-	return len(r.legs)
+	return 2
 }
 
 // execute runs r as transaction id at time ts and fills rec. On failure the
-// balances are left exactly as they were and rec has no entries. The caller
-// has made room in the overlay for entriesBound(r) new slots.
+// state is left exactly as it was and rec has no entries. The caller has
+// made room in the overlay for entriesBound(r) new slots.
 //
-// Checks run in a fixed order, which the model test mirrors: Duplicate, then
-// (composites) EntryLimitExceeded and ZeroSumViolation, then per entry in
-// order InsufficientFunds and BalanceOverflow.
+// Checks run in a fixed order, which the model test mirrors: Duplicate;
+// then for a CreateAccount the Exists* reasons and AccountsLimitReached;
+// for a composite EntryLimitExceeded and ZeroSumViolation, then per leg in
+// order AccountNotFound, the closed reason of the leg's side,
+// AccountsMustHaveSameLedger, the overflows and the limits; for the others
+// AccountNotFound (debit account first), DebitAccountAlreadyClosed,
+// CreditAccountAlreadyClosed, AccountsMustHaveSameLedger, OverflowsDebitsPosted,
+// OverflowsCreditsPosted, ExceedsCredits, ExceedsDebits.
 func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 	*rec = txRecord{id: id, userRef: r.userRef, ts: ts, kind: r.kind, w: r.w, wlevel: r.wlevel}
+	if r.chainOpen {
+		rec.fail = LinkedEventChainOpen
+		if r.kind == KindCreateAccount {
+			rec.setAccount(r.acct)
+		}
+		x.remember(id, r.userRef)
+		return
+	}
 	if r.userRef != 0 {
 		if o, dup := x.dedup.lookup(id, r.userRef); dup {
 			rec.fail, rec.dupOf = Duplicate, o
+			if r.kind == KindCreateAccount {
+				rec.setAccount(r.acct)
+			}
 			return
 		}
 		x.dedup.add(id, r.userRef)
 	}
 	switch r.kind {
+	case KindCreateAccount:
+		rec.fail = x.createAccount(&r.acct)
+		rec.setAccount(r.acct)
 	case KindDeposit:
-		rec.fail = x.move(SystemAccount, r.a, int64(r.amount), false, id, rec)
+		rec.fail = x.transfer(SystemAccount, r.a, r.amount, id, rec)
 	case KindWithdrawal:
-		rec.fail = x.move(r.a, SystemAccount, int64(r.amount), true, id, rec)
+		rec.fail = x.transfer(r.a, SystemAccount, r.amount, id, rec)
 	case KindTransfer:
-		rec.fail = x.move(r.a, r.b, int64(r.amount), true, id, rec)
+		rec.fail = x.transfer(r.a, r.b, r.amount, id, rec)
 	case KindComposite:
 		rec.fail = x.composite(r, id, rec)
 	}
 }
 
-// move debits from and credits to (from != to) by amt (> 0).
-func (x *executor) move(from, to uint64, amt int64, noNegative bool, id uint64, rec *txRecord) FailReason {
-	fi, fok, fb := x.lookup(from)
-	ti, tok, tb := x.lookup(to)
-	if noNegative && fb < amt {
-		return InsufficientFunds
+func (x *executor) createAccount(m *acctMeta) FailReason {
+	if s, ok := x.slot(m.id); ok {
+		return existsReason(x.meta(s), m)
 	}
-	if fb < math.MinInt64+amt || tb > math.MaxInt64-amt {
-		return BalanceOverflow
+	if x.accts.n+uint64(len(x.tent)) == uint64(len(x.accts.meta)) {
+		return AccountsLimitReached
 	}
-	fb -= amt
-	tb += amt
-	x.ov.put(fi, fok, from, fb, id)
-	if !fok && !tok && ti == fi { // both probes ended at the slot from just took
-		ti, tok = x.ov.find(to)
+	if x.inChain {
+		x.tent = append(x.tent, *m)
+	} else {
+		x.accts.insert(*m)
 	}
-	x.ov.put(ti, tok, to, tb, id)
-	rec.n = 2
-	rec.inline = [2]Entry{{Account: from, Delta: -amt, Balance: fb}, {Account: to, Delta: amt, Balance: tb}}
 	return OK
 }
 
-// composite computes every leg's resulting balance first (a leg's account
-// may repeat: its balance is then the latest earlier leg's result) and
-// changes the working balances only once all legs pass.
+// slot is accts.slot, seeing the accounts of the chain being executed.
+func (x *executor) slot(id uint64) (uint64, bool) {
+	if s, ok := x.accts.slot(id); ok {
+		return s, true
+	}
+	for i := range x.tent {
+		if x.tent[i].id == id {
+			return x.accts.n + uint64(i), true
+		}
+	}
+	return 0, false
+}
+
+// meta returns slot s's account, a chain's tentative one included.
+func (x *executor) meta(s uint64) *acctMeta {
+	if s < x.accts.n {
+		return &x.accts.meta[s]
+	}
+	return &x.tent[s-x.accts.n]
+}
+
+// chainBound is the most overlay slots the chain reqs can take.
+func (x *executor) chainBound(reqs []request) int {
+	n := 0
+	for i := range reqs {
+		n += x.entriesBound(&reqs[i])
+	}
+	return n
+}
+
+// executeChain runs the linked chain reqs as transactions first.. at ts into
+// recs. The first member that fails keeps its reason; then every member
+// before it is rolled back (its entries undone in reverse, its accounts
+// never entered the table) and fails with LinkedEventFailed, and every
+// member after it fails with LinkedEventFailed without being evaluated.
+func (x *executor) executeChain(reqs []request, first uint64, ts int64, recs []txRecord) {
+	x.inChain = true
+	defer func() { x.inChain, x.tent = false, x.tent[:0] }()
+	failed := -1
+	for i := range reqs {
+		x.execute(&reqs[i], first+uint64(i), ts, &recs[i])
+		if recs[i].fail != OK {
+			failed = i
+			break
+		}
+	}
+	if failed < 0 {
+		for _, m := range x.tent {
+			x.accts.insert(m)
+		}
+		return
+	}
+	for j := failed - 1; j >= 0; j-- {
+		r := &recs[j]
+		es := r.entries()
+		for e := len(es) - 1; e >= 0; e-- {
+			x.ov.set(uint64(es[e].cell), es[e].value-es[e].delta, r.id)
+		}
+		r.fail, r.n, r.extra = LinkedEventFailed, 0, nil
+		if r.kind != KindCreateAccount {
+			r.inline = [2]cellEntry{}
+		}
+	}
+	for j := failed + 1; j < len(reqs); j++ {
+		q := &reqs[j]
+		recs[j] = txRecord{id: first + uint64(j), userRef: q.userRef, ts: ts, kind: q.kind, fail: LinkedEventFailed, w: q.w, wlevel: q.wlevel}
+		if q.kind == KindCreateAccount {
+			recs[j].setAccount(q.acct)
+		}
+		x.remember(first+uint64(j), q.userRef)
+	}
+}
+
+// remember records ref as used by transaction id without a duplicate check:
+// the UserRef of a chain member never evaluated. Every transaction that is
+// not a Duplicate is remembered, as recovery and the Snapshotter's window
+// count them.
+func (x *executor) remember(id, ref uint64) {
+	if ref != 0 {
+		x.dedup.fifo.trim(id, x.dedup.forget)
+		x.dedup.add(id, ref)
+	}
+}
+
+// existsReason compares a CreateAccount with the account of the same id.
+func existsReason(have, want *acctMeta) FailReason {
+	switch {
+	case have.flags != want.flags:
+		return ExistsWithDifferentFlags
+	case have.userData != want.userData:
+		return ExistsWithDifferentUserData
+	case have.ledger != want.ledger:
+		return ExistsWithDifferentLedger
+	case have.code != want.code:
+		return ExistsWithDifferentCode
+	}
+	return Exists
+}
+
+// sameLedger reports whether a transfer between slots d and c stays in one
+// ledger; the system account (slot 0) belongs to every ledger.
+func (x *executor) sameLedger(d, c uint64) bool {
+	return d == 0 || c == 0 || x.meta(d).ledger == x.meta(c).ledger
+}
+
+// exceeds reports whether a + b + amt > limit, without overflow: a and b
+// are columns (below 2^63), so a + b fits a uint64.
+func exceeds(a, b, amt, limit uint64) bool {
+	s := a + b
+	return s > limit || amt > limit-s
+}
+
+// transfer posts amt (0 < amt < 2^63) from account from to account to
+// (from != to).
+func (x *executor) transfer(from, to, amt uint64, id uint64, rec *txRecord) FailReason {
+	ds, ok := x.slot(from)
+	if !ok {
+		return AccountNotFound
+	}
+	cs, ok := x.slot(to)
+	if !ok {
+		return AccountNotFound
+	}
+	if x.meta(ds).flags&Closed != 0 {
+		return DebitAccountAlreadyClosed
+	}
+	if x.meta(cs).flags&Closed != 0 {
+		return CreditAccountAlreadyClosed
+	}
+	if !x.sameLedger(ds, cs) {
+		return AccountsMustHaveSameLedger
+	}
+	dc, cc := cell(ds, DebitsPosted), cell(cs, CreditsPosted)
+	di, dok, dv := x.lookup(dc)
+	ci, cok, cv := x.lookup(cc)
+	if uint64(dv) > maxColumn-amt {
+		return OverflowsDebitsPosted
+	}
+	if uint64(cv) > maxColumn-amt {
+		return OverflowsCreditsPosted
+	}
+	if x.meta(ds).flags&DebitsMustNotExceedCredits != 0 &&
+		exceeds(uint64(dv), uint64(x.value(cell(ds, DebitsPending))), amt, uint64(x.value(cell(ds, CreditsPosted)))) {
+		return ExceedsCredits
+	}
+	if x.meta(cs).flags&CreditsMustNotExceedDebits != 0 &&
+		exceeds(uint64(cv), uint64(x.value(cell(cs, CreditsPending))), amt, uint64(x.value(cell(cs, DebitsPosted)))) {
+		return ExceedsDebits
+	}
+	dv += int64(amt)
+	cv += int64(amt)
+	x.ov.put(di, dok, dc, dv, id)
+	if !dok && !cok && ci == di { // both probes ended at the slot dc just took
+		ci, cok = x.ov.find(cc)
+	}
+	x.ov.put(ci, cok, cc, cv, id)
+	rec.n = 2
+	rec.inline = [2]cellEntry{
+		{acct: from, delta: int64(amt), value: dv, cell: uint32(dc), col: DebitsPosted},
+		{acct: to, delta: int64(amt), value: cv, cell: uint32(cc), col: CreditsPosted},
+	}
+	return OK
+}
+
+// composite computes every leg's resulting column first (an account may
+// repeat: its columns are then the latest earlier leg's result) and changes
+// the working state only once all legs pass.
 func (x *executor) composite(r *request, id uint64, rec *txRecord) FailReason {
 	legs := r.legs
 	if len(legs) > x.maxEntries {
@@ -137,29 +328,66 @@ func (x *executor) composite(r *request, id uint64, rec *txRecord) FailReason {
 	if !sum.zero() {
 		return ZeroSumViolation
 	}
-	entries := make([]Entry, len(legs))
-	for i, l := range legs {
-		cur, found := int64(0), false
+	entries := make([]cellEntry, len(legs))
+	// get is a cell's value as of the legs before i.
+	get := func(i int, c uint64) int64 {
 		for j := i - 1; j >= 0; j-- {
-			if entries[j].Account == l.Account {
-				cur, found = entries[j].Balance, true
-				break
+			if uint64(entries[j].cell) == c {
+				return entries[j].value
 			}
 		}
-		if !found {
-			cur = x.balance(l.Account)
+		return x.value(c)
+	}
+	var ledger uint32 // of the first non-system account
+	for i, l := range legs {
+		s, ok := x.slot(l.Account)
+		if !ok {
+			return AccountNotFound
 		}
-		nb, ok := addInt64(cur, l.Delta)
+		m := x.meta(s)
+		if m.flags&Closed != 0 {
+			if l.Delta < 0 {
+				return DebitAccountAlreadyClosed
+			}
+			return CreditAccountAlreadyClosed
+		}
+		if s != 0 {
+			if ledger == 0 {
+				ledger = m.ledger
+			} else if m.ledger != ledger {
+				return AccountsMustHaveSameLedger
+			}
+		}
+		col, amt := CreditsPosted, uint64(l.Delta)
+		if l.Delta < 0 {
+			col, amt = DebitsPosted, -uint64(l.Delta)
+		}
+		c := cell(s, col)
+		cur := uint64(get(i, c))
+		if cur > maxColumn-amt {
+			if col == DebitsPosted {
+				return OverflowsDebitsPosted
+			}
+			return OverflowsCreditsPosted
+		}
+		nv := int64(cur + amt)
+		entries[i] = cellEntry{acct: l.Account, delta: int64(amt), value: nv, cell: uint32(c), col: col}
+		if s == 0 {
+			continue
+		}
+		// The account's columns after this leg.
+		dp, cp := uint64(get(i+1, cell(s, DebitsPosted))), uint64(get(i+1, cell(s, CreditsPosted)))
 		switch {
-		case !ok:
-			return BalanceOverflow
-		case r.flags&NoNegative != 0 && l.Account != SystemAccount && nb < 0:
-			return InsufficientFunds
+		case r.flags&NoNegative != 0 && dp > cp:
+			return ExceedsCredits
+		case col == DebitsPosted && m.flags&DebitsMustNotExceedCredits != 0 && exceeds(dp, uint64(x.value(cell(s, DebitsPending))), 0, cp):
+			return ExceedsCredits
+		case col == CreditsPosted && m.flags&CreditsMustNotExceedDebits != 0 && exceeds(cp, uint64(x.value(cell(s, CreditsPending))), 0, dp):
+			return ExceedsDebits
 		}
-		entries[i] = Entry{Account: l.Account, Delta: l.Delta, Balance: nb}
 	}
 	for _, e := range entries {
-		x.ov.set(e.Account, e.Balance, id)
+		x.ov.set(uint64(e.cell), e.value, id)
 	}
 	rec.n = uint16(len(entries))
 	rec.extra = entries
@@ -183,6 +411,13 @@ func (s *sum128) add(d int64) {
 	var c uint64
 	s.lo, c = bits.Add64(s.lo, uint64(d), 0)
 	s.hi += int64(c) + d>>63 // d>>63 sign-extends d into the high word
+}
+
+// sub subtracts d (d = MinInt64 too: -d wraps to itself, added as 2^63).
+func (s *sum128) sub(d int64) {
+	var b uint64
+	s.lo, b = bits.Sub64(s.lo, uint64(d), 0)
+	s.hi -= int64(b) + d>>63
 }
 
 func (s *sum128) zero() bool { return s.hi == 0 && s.lo == 0 }

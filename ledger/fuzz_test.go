@@ -34,25 +34,36 @@ func decodeBatchAll(val []byte) ([]Result, error) {
 // toRecord is the inverse of walTx.result for re-encoding.
 func toRecord(r Result) txRecord {
 	rec := txRecord{id: uint64(r.ID), userRef: r.UserRef, dupOf: uint64(r.DupOf), ts: r.Timestamp, kind: r.Kind, fail: r.Fail, n: uint16(len(r.Entries))}
-	if r.Kind != KindComposite && len(r.Entries) == 2 {
-		copy(rec.inline[:], r.Entries)
-	} else if len(r.Entries) > 0 {
-		rec.extra = r.Entries
+	es := make([]cellEntry, len(r.Entries))
+	for i, e := range r.Entries {
+		es[i] = cellEntry{acct: e.Account, delta: e.Delta, value: e.Value, col: e.Column}
+	}
+	switch {
+	case r.Kind == KindCreateAccount && r.Account != nil:
+		a := r.Account
+		rec.setAccount(acctMeta{id: a.ID, userData: a.UserData, ledger: a.Ledger, code: a.Code, flags: a.Flags})
+	case r.Kind != KindComposite && len(es) == 2:
+		copy(rec.inline[:], es)
+	case len(es) > 0:
+		rec.extra = es
 	}
 	return rec
 }
 
 func walSeeds() [][]byte {
 	sets := [][]txRecord{
-		{{id: 1, ts: 5, kind: KindDeposit, n: 2, inline: [2]Entry{{0, -5, -5}, {3, 5, 5}}}},
+		{{id: 1, ts: 5, kind: KindDeposit, n: 2, inline: [2]cellEntry{{acct: 0, delta: 5, value: 5, col: DebitsPosted}, {acct: 3, delta: 5, value: 5, col: CreditsPosted}}}},
 		{
-			{id: 7, ts: 1000, kind: KindDeposit, n: 2, userRef: 4, inline: [2]Entry{{0, -5, -5}, {3, 5, 5}}},
-			{id: 8, ts: 1001, kind: KindWithdrawal, fail: InsufficientFunds, userRef: 99},
+			{id: 7, ts: 1000, kind: KindDeposit, n: 2, userRef: 4, inline: [2]cellEntry{{acct: 0, delta: 5, value: 5, col: DebitsPosted}, {acct: 3, delta: 5, value: 5, col: CreditsPosted}}},
+			{id: 8, ts: 1001, kind: KindWithdrawal, fail: ExceedsCredits, userRef: 99},
 			{id: 9, ts: 1001, kind: KindTransfer, fail: Duplicate, userRef: 99, dupOf: 8},
-			{id: 10, ts: 5000, kind: KindComposite, n: 3, extra: []Entry{{1, 2, 2}, {2, -3, -3}, {1, 1, 3}}},
+			{id: 10, ts: 5000, kind: KindComposite, n: 3, extra: []cellEntry{{acct: 1, delta: 2, value: 2, col: CreditsPosted}, {acct: 2, delta: 3, value: 3, col: DebitsPosted}, {acct: 1, delta: 1, value: 3, col: CreditsPosted}}},
 		},
-		{{id: 1 << 40, ts: -1, kind: KindTransfer, n: 2, inline: [2]Entry{{1, -1 << 62, 0}, {2, 1 << 62, 1 << 62}}}},
+		{{id: 1 << 40, ts: -1, kind: KindTransfer, n: 2, inline: [2]cellEntry{{acct: 1, delta: 1 << 62, value: 1 << 62, col: DebitsPosted}, {acct: 2, delta: 1 << 62, value: 1 << 62, col: CreditsPosted}}}},
+		{{id: 3, ts: 9, kind: KindCreateAccount, userRef: 1}, {id: 4, ts: 9, kind: KindCreateAccount, fail: ExistsWithDifferentCode}},
 	}
+	sets[3][0].setAccount(acctMeta{id: 77, userData: [2]uint64{1, 2}, ledger: 700, code: 9, flags: DebitsMustNotExceedCredits})
+	sets[3][1].setAccount(acctMeta{id: 77, ledger: 700, code: 8})
 	var seeds [][]byte
 	for _, s := range sets {
 		v, _ := encodeBatch(nil, s, walMaxBytes)

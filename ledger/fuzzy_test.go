@@ -3,12 +3,15 @@ package ledger
 import (
 	"context"
 	"encoding/binary"
+	"flag"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lanework/lanework/ledger/internal/offline"
 	"github.com/stretchr/testify/require"
 )
 
@@ -106,6 +109,7 @@ func TestFuzzySnapshotWhileStreaming(t *testing.T) {
 	cfg := Config{Dir: "ledger", FS: mem, MaxAccounts: fuzzyAccounts, SnapshotEvery: -1, DedupWindow: 1 << 12, WALSegmentSize: 256 << 10}
 	l, err := Open(cfg)
 	require.NoError(t, err)
+	createAccounts(t, l, fuzzyAccounts) // account a in slot a: cells 4a..4a+3
 	rng := rand.New(rand.NewPCG(3, 4))
 	ref := uint64(1)
 	acks := submitAcked(t, l, fuzzyOps(rng, 200, ref))
@@ -153,25 +157,28 @@ func TestFuzzySnapshotWhileStreaming(t *testing.T) {
 	require.NoError(t, l.Close())
 
 	// The manifest records the window, and the chunks really are fuzzy:
-	// chunk 0 was read before the streamed transactions, chunk 2 after.
+	// chunk 0 was read before the streamed transactions, the last after.
+	last := uint64(fuzzyAccounts - 1)
+	five, lastCell := cell(5, CreditsPosted), cell(last, CreditsPosted)
+	lastChunk := uint32(lastCell / snapChunkAccounts)
 	var m manifest
-	var c0, c2 []int64
+	var c0, cN []int64
 	withMemDB(t, mem, cfg.Dir, func(db *pebble.DB) {
 		v, closer, err := db.Get(idKey(prefixSnapshot, uint64(s0)))
 		require.NoError(t, err)
 		m, err = decodeManifest(v)
 		closer.Close()
 		require.NoError(t, err)
-		c0, c2 = readChunk(t, db, uint64(s0), 0), readChunk(t, db, uint64(s0), 2)
+		c0, cN = readChunk(t, db, uint64(s0), 0), readChunk(t, db, uint64(s0), lastChunk)
 	})
 	require.Equal(t, uint64(s0), m.TxID)
+	require.Equal(t, uint64(fuzzyAccounts), m.Accounts)
 	require.GreaterOrEqual(t, m.TxEnd, uint64(during[len(during)-1].ID), "window covers the streamed transactions")
-	atS0, atS1 := balancesAt(acks, uint64(s0)), balancesAt(acks, m.TxEnd)
-	require.Equal(t, atS0[5], c0[5], "chunk 0 read before the stream")
-	require.NotEqual(t, atS1[5], c0[5], "and account 5 changed during the copy")
-	last := fuzzyAccounts - 1
-	require.Equal(t, atS1[last], c2[last-2*snapChunkAccounts], "chunk 2 read after the stream")
-	require.NotEqual(t, atS0[last], atS1[last])
+	atS0, atS1 := cellsAt(acks, uint64(s0)), cellsAt(acks, m.TxEnd)
+	require.Equal(t, atS0[five], c0[five], "chunk 0 read before the stream")
+	require.NotEqual(t, atS1[five], c0[five], "and account 5 changed during the copy")
+	require.Equal(t, atS1[lastCell], cN[lastCell-uint64(lastChunk)*snapChunkAccounts], "the last chunk read after the stream")
+	require.NotEqual(t, atS0[lastCell], atS1[lastCell])
 
 	rec := checkRecovered(t, cfg, acks, want)
 	require.Equal(t, uint64(s0), rec.snapshot)
@@ -190,17 +197,27 @@ func TestFuzzySnapshotWhileStreaming(t *testing.T) {
 	require.Equal(t, uint64(s0), rec.snapshot, "the durable fuzzy snapshot is loaded after a crash")
 }
 
-// balancesAt replays acknowledged results up to tx id (they must be all
-// the transactions, in order) into balances.
-func balancesAt(acks []Result, id uint64) []int64 {
-	bal := make([]int64, fuzzyAccounts)
+// cellsAt replays acknowledged results up to tx id (they must be all the
+// transactions with entries, in order) into cells, account a in slot a.
+func cellsAt(acks []Result, id uint64) []int64 {
+	c := make([]int64, cellsPerAccount*fuzzyAccounts)
 	for _, r := range acks {
 		if uint64(r.ID) > id {
 			break
 		}
 		for _, e := range r.Entries {
-			bal[e.Account] = e.Balance
+			c[cell(e.Account, e.Column)] = e.Value
 		}
+	}
+	return c
+}
+
+// balancesAt is cellsAt as posted balances.
+func balancesAt(acks []Result, id uint64) []int64 {
+	c := cellsAt(acks, id)
+	bal := make([]int64, fuzzyAccounts)
+	for a := range bal {
+		bal[a] = c[cell(uint64(a), CreditsPosted)] - c[cell(uint64(a), DebitsPosted)]
 	}
 	return bal
 }
@@ -209,7 +226,7 @@ func readChunk(t *testing.T, db *pebble.DB, snap uint64, i uint32) []int64 {
 	v, closer, err := db.Get(chunkKey(snap, i))
 	require.NoError(t, err)
 	defer closer.Close()
-	raw, err := openBalanceChunk(v, uint64(i)*snapChunkAccounts, fuzzyAccounts)
+	raw, err := openBalanceChunk(v, uint64(i)*snapChunkAccounts, cellsPerAccount*fuzzyAccounts)
 	require.NoError(t, err)
 	out := make([]int64, len(raw)/8)
 	for j := range out {
@@ -241,7 +258,8 @@ func writeClaim(t *testing.T, db *pebble.DB, cfg *Config, txID uint64, refs bool
 	if refs {
 		sd.refs = r.refs
 	}
-	_, err = writeSnapshot(db, cfg, sd, r.bal, func() uint64 { return 100 }, nil, nil)
+	sd.accounts = r.accts.n
+	_, err = writeSnapshot(db, cfg, sd, r.bal, r.accts.meta, func() uint64 { return 100 }, nil, nil)
 	require.NoError(t, err)
 	return r
 }
@@ -266,7 +284,7 @@ func TestFuzzySnapshotInconsistentRefused(t *testing.T) {
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
 		// Claim the snapshot started at 90 with balances read up to 100;
 		// account 3 gets a value it never had.
-		writeClaim(t, db, &cfg, 90, false, func(r *recovered) { r.bal[3].Add(1_000_000) })
+		writeClaim(t, db, &cfg, 90, false, func(r *recovered) { r.bal[cell(3, CreditsPosted)].Add(1_000_000) })
 	})
 	_, err := Open(cfg)
 	var ce *CorruptError
@@ -298,78 +316,75 @@ func TestFuzzySnapshotWindowConsistent(t *testing.T) {
 	require.Equal(t, wantBal, bal)
 }
 
-// TestFormatV1Upgrade: a format 1 directory (exact snapshots, WAL in
-// pebble, meta version 1) opens to the same state: Open migrates its WAL
-// into segments and rewrites its meta record to the current version.
-func TestFormatV1Upgrade(t *testing.T) {
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALRetention: -1}
-	wantX, wantBal := filledTo100(t, cfg)
-	withDB(t, cfg.Dir, func(db *pebble.DB) {
-		r := writeClaim(t, db, &cfg, 100, true, nil)
-		// Rewrite as format 1: its manifest has no tx_end.
-		type manifestV1 struct {
-			FormatVersion int    `msgpack:"format_version"`
-			TxID          uint64 `msgpack:"tx_id"`
-			MaxAccounts   uint64 `msgpack:"max_accounts"`
-			ChunkAccounts uint64 `msgpack:"chunk_accounts"`
-			Chunks        uint32 `msgpack:"chunks"`
-			DedupWindow   uint64 `msgpack:"dedup_window"`
-			Refs          uint64 `msgpack:"refs"`
-			CreatedUnixNs int64  `msgpack:"created_unix_ns"`
-		}
-		man, err := encodeMsgpack(manifestV1{FormatVersion: 1, TxID: 100, MaxAccounts: 8, ChunkAccounts: snapChunkAccounts, Chunks: 1, DedupWindow: cfg.DedupWindow, Refs: uint64(len(r.refs))})
-		require.NoError(t, err)
-		require.NoError(t, db.Set(idKey(prefixSnapshot, 100), man, pebble.Sync))
-		rec, err := encodeMsgpack(meta{FormatVersion: 3, MaxAccounts: 8, Fingerprint: fingerprintOf(3, 8), CreatedUnixNs: 77})
-		require.NoError(t, err)
-		require.NoError(t, db.Set(metaKey, rec, pebble.Sync))
-	})
-	downgrade(t, cfg.Dir, 1) // its WAL as W keys in pebble
-	rep, err := verifyDir(nil, cfg.Dir)
-	require.ErrorIs(t, err, ErrIncompatible, "Verify reads format 3 only: %v", rep)
-	rec, x, bal, err := openState(t, cfg)
-	require.NoError(t, err)
-	rep, err = verifyDir(nil, cfg.Dir)
-	require.NoError(t, err)
-	require.Equal(t, []snapshotCheck{{TxID: 100, Valid: true, Replayed: true}}, rep.Snapshots)
-	require.Equal(t, uint64(100), rec.snapshot)
-	require.Equal(t, uint64(100), rec.snapEnd, "a format 1 snapshot is exact")
-	require.Equal(t, wantX, x)
-	require.Equal(t, wantBal, bal)
-	withDB(t, cfg.Dir, func(db *pebble.DB) {
-		m, err := readMeta(db)
-		require.NoError(t, err)
-		require.Equal(t, formatVersion, m.FormatVersion)
-		require.Equal(t, int64(77), m.CreatedUnixNs)
-	})
+// TestOldFormatRefused: a directory of format 1, 2 or 3 (dense accounts)
+// is refused by Open, Verify and Dump with ErrIncompatible and a message
+// saying how to move its balances, and nothing in it changes.
+func TestOldFormatRefused(t *testing.T) {
+	for v := 1; v <= formatVersionV3; v++ {
+		cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1}
+		fillLedger(t, cfg, 20)
+		downgrade(t, cfg.Dir, v)
+		before := dirDigest(t, cfg.Dir)
+		_, err := Open(cfg)
+		require.ErrorIs(t, err, ErrIncompatible)
+		require.ErrorContains(t, err, fmt.Sprintf("%s has format %d", cfg.Dir, v))
+		require.ErrorContains(t, err, "ledger dump")
+		require.ErrorContains(t, err, "ledger account create")
+		_, err = verifyDir(nil, cfg.Dir)
+		require.ErrorIs(t, err, ErrIncompatible)
+		require.ErrorIs(t, dumpDir(nil, cfg.Dir, 1, 0, func(*offline.Tx) error { return nil }), ErrIncompatible)
+		require.Equal(t, before, dirDigest(t, cfg.Dir))
+	}
 }
 
-// TestMemoryPerAccount: the ledger's memory grows by 8 bytes per account
-// (the readable balances) and nothing else that scales with MaxAccounts:
-// the heap in use after Open with 4M accounts minus that with 1M, divided
-// by 3M, is 8 bytes within a margin. Before the overlay and fuzzy
-// snapshots it was 24.
+var memoryAccounts = flag.Uint64("ledger.memory-accounts", 1<<19, "accounts TestMemoryPerAccount creates in its larger ledger (e.g. 10000000)")
+
+// TestMemoryPerAccount: the ledger's memory grows per account by what the
+// account table and the cells cost and nothing else: 32 bytes of metadata,
+// 32 of cells (four columns) and 4 bytes per index entry, the index holding
+// between 2 and 4 entries per account of MaxAccounts. It measures the heap
+// in use after creating MaxAccounts-1 accounts with sparse random ids in a
+// ledger of 1/4 of -ledger.memory-accounts and in one of all of them, and
+// compares the difference per account with that sum. Before created
+// accounts it was 8 bytes (one balance).
 func TestMemoryPerAccount(t *testing.T) {
 	if testing.Short() {
-		t.Skip("opens ledgers of 1M and 4M accounts")
+		t.Skip("creates 640Ki accounts")
 	}
-	heapAfterOpen := func(accounts uint64) uint64 {
+	heapAfterCreate := func(accounts uint64) uint64 {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		l, err := Open(Config{Dir: t.TempDir(), MaxAccounts: accounts})
+		l, err := Open(Config{Dir: t.TempDir(), MaxAccounts: accounts, SnapshotEvery: -1})
 		require.NoError(t, err)
-		_, err = l.SubmitAndWait(context.Background(), Deposit{Account: accounts - 1, Amount: 1}, Snapshot)
-		require.NoError(t, err)
+		rng := rand.New(rand.NewPCG(accounts, 1))
+		ops := make([]Op, 0, 4096)
+		var last TxID
+		for n := uint64(1); n < accounts; n++ {
+			ops = append(ops, CreateAccount{ID: 1 + rng.Uint64N(1<<63), Ledger: 1})
+			if len(ops) == cap(ops) || n == accounts-1 {
+				_, last, err = l.SubmitBatch(ops)
+				require.NoError(t, err)
+				ops = ops[:0]
+			}
+		}
+		require.NoError(t, l.Wait(context.Background(), last, Snapshot))
+		st := l.Stats()
+		require.Equal(t, accounts-1, st.Outcomes[KindCreateAccount][OK], "ids collided")
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		require.NoError(t, l.Close())
 		return after.HeapInuse - before.HeapInuse
 	}
-	small, large := heapAfterOpen(1<<20), heapAfterOpen(4<<20)
-	perAccount := float64(int64(large)-int64(small)) / float64(3<<20)
-	t.Logf("heap in use after Open: %d B with 1Mi accounts, %d B with 4Mi: %.2f B per account; overlay %d B", small, large, perAccount, overlaySlots(DefaultRingSize)*16)
-	require.InDelta(t, 8, perAccount, 1.5)
+	indexBytes := func(accounts uint64) uint64 { return 4 * uint64(len(newAccountTable(accounts).index)) }
+	large := *memoryAccounts
+	small := large / 4
+	hs, hl := heapAfterCreate(small), heapAfterCreate(large)
+	perAccount := float64(int64(hl)-int64(hs)) / float64(large-small)
+	want := float64(64*(large-small)+indexBytes(large)-indexBytes(small)) / float64(large-small)
+	t.Logf("heap in use after creating %d accounts: %d B; %d accounts: %d B: %.2f B per account (metadata 32, cells 32, index %.2f)",
+		small-1, hs, large-1, hl, perAccount, want-64)
+	require.InDelta(t, want, perAccount, 3)
 }
 
 // TestFuzzySnapshotAnchorsPrunedWAL: with the WAL before a fuzzy snapshot
@@ -390,11 +405,11 @@ func fuzzyAnchor(t *testing.T, bad bool) {
 		r, err := recoverState(db, &Config{Dir: cfg.Dir, MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
 		require.NoError(t, err)
 		if bad {
-			r.bal[3].Add(1_000_000)
-			r.bal[0].Add(-1_000_000)
+			r.bal[cell(3, CreditsPosted)].Add(1_000_000)
+			r.bal[cell(0, DebitsPosted)].Add(1_000_000)
 		}
 		// Balances read as of 100 for a snapshot started at 90.
-		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 90}, r.bal, func() uint64 { return 100 }, nil, nil)
+		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 90, accounts: r.accts.n}, r.bal, r.accts.meta, func() uint64 { return 100 }, nil, nil)
 		require.NoError(t, err)
 	})
 	rewriteWALFrom(t, cfg.Dir, 91) // the batch holding 91 stays

@@ -11,6 +11,7 @@ import (
 func TestBadInputRefused(t *testing.T) {
 	l := openTest(t, Config{MaxAccounts: 10})
 	ctx := context.Background()
+	createAccounts(t, l, 10)
 	_, err := l.SubmitAndWait(ctx, Deposit{Account: 1, Amount: 50}, Snapshot)
 	require.NoError(t, err)
 	tooMany := make([]Leg, MaxLegs+1)
@@ -27,15 +28,16 @@ func TestBadInputRefused(t *testing.T) {
 		{Withdrawal{Account: 1}, ErrZeroAmount},
 		{Transfer{From: 1, To: 2}, ErrZeroAmount},
 		{Deposit{Account: 1, Amount: math.MaxInt64 + 1}, ErrAmountRange},
-		{Deposit{Account: 10, Amount: 1}, ErrAccountRange},
-		{&Withdrawal{Account: 11, Amount: 1}, ErrAccountRange},
-		{Transfer{From: 1, To: 10, Amount: 1}, ErrAccountRange},
 		{Transfer{From: 3, To: 3, Amount: 1}, ErrSameAccount},
+		{CreateAccount{ID: 0, Ledger: 1}, ErrAccountID},
+		{CreateAccount{ID: 20, Ledger: 0}, ErrLedgerZero},
+		{&CreateAccount{ID: 20, Ledger: 1, Flags: 1 << 9}, ErrAccountFlags},
+		{CreateAccount{ID: 20, Ledger: 1, Flags: DebitsMustNotExceedCredits | CreditsMustNotExceedDebits}, ErrAccountFlags},
+		{(*CreateAccount)(nil), ErrNilOp},
 		{Deposit{Account: SystemAccount, Amount: 1}, ErrSameAccount},
 		{Composite{}, ErrNoLegs},
 		{Composite{Legs: tooMany}, ErrTooManyLegs},
 		{Composite{Legs: []Leg{{1, 1}, {2, -1}}, Flags: 0x80}, ErrFlags},
-		{Composite{Legs: []Leg{{1, 1}, {20, -1}}}, ErrAccountRange},
 		{Composite{Legs: []Leg{{1, 0}, {2, 0}}}, ErrZeroAmount},
 	}
 	before := captureState(t, l)
@@ -57,10 +59,15 @@ func TestBadInputRefused(t *testing.T) {
 	require.ErrorIs(t, err, ErrLevel)
 	require.ErrorIs(t, l.Wait(ctx, 1, Unknown), ErrLevel)
 	_, err = l.Balance(10)
-	require.ErrorIs(t, err, ErrAccountRange)
-	require.ErrorContains(t, err, "10 (MaxAccounts is 10)", "the error names the account and the limit")
-	_, err = l.Submit(Transfer{From: 1, To: 12, Amount: 1})
-	require.ErrorContains(t, err, "op 0: ledger: account out of range: 12 (MaxAccounts is 10)")
+	require.ErrorIs(t, err, ErrAccountNotFound)
+	require.ErrorContains(t, err, "account 10: ", "the error names the account")
+	require.Equal(t, before, captureState(t, l), "refused input changed the ledger")
+	r, err := l.SubmitAndWait(ctx, Transfer{From: 1, To: 12, Amount: 1}, Snapshot)
+	require.NoError(t, err, "an uncreated account is no input error: the Transactor fails the op")
+	require.Equal(t, AccountNotFound, r.Fail)
+	before = captureState(t, l)
+	_, err = l.Submit(CreateAccount{ID: 5})
+	require.ErrorContains(t, err, "op 0: ledger: ledger must not be zero")
 	require.Equal(t, before, captureState(t, l), "refused input changed the ledger")
 	// The next valid op takes the next id.
 	id, err := l.Submit(Deposit{Account: 1, Amount: 1})
@@ -71,19 +78,28 @@ func TestBadInputRefused(t *testing.T) {
 func TestFailedTransactionsChangeNothing(t *testing.T) {
 	l := openTest(t, Config{MaxAccounts: 10, MaxEntries: 4})
 	ctx := context.Background()
+	createAccounts(t, l, 6)
 	_, err := l.SubmitAndWait(ctx, Deposit{Account: 1, Amount: 100, UserRef: 7}, Snapshot)
 	require.NoError(t, err)
 	for _, c := range []struct {
 		op   Op
 		want FailReason
 	}{
-		{Withdrawal{Account: 1, Amount: 101}, InsufficientFunds},
-		{Transfer{From: 2, To: 1, Amount: 1}, InsufficientFunds},
-		{Deposit{Account: 1, Amount: math.MaxInt64}, BalanceOverflow},
+		{Withdrawal{Account: 1, Amount: 101}, ExceedsCredits},
+		{Transfer{From: 2, To: 1, Amount: 1}, ExceedsCredits},
+		{Deposit{Account: 1, Amount: math.MaxInt64}, OverflowsDebitsPosted},
+		{Deposit{Account: 7, Amount: 1}, AccountNotFound},
+		{Transfer{From: 1, To: 9, Amount: 1}, AccountNotFound},
+		{Composite{Legs: []Leg{{1, -1}, {8, 1}}}, AccountNotFound},
 		{Composite{Legs: []Leg{{1, -10}, {2, 11}}}, ZeroSumViolation},
 		{Composite{Legs: []Leg{{1, math.MaxInt64}, {1, math.MaxInt64}, {2, math.MinInt64}, {2, math.MinInt64}, {0, 2}}}, EntryLimitExceeded},
-		{Composite{Legs: []Leg{{1, math.MaxInt64}, {2, math.MinInt64 + 1}}}, BalanceOverflow},
-		{Composite{Legs: []Leg{{2, 5}, {1, -200}, {0, 195}}, Flags: NoNegative}, InsufficientFunds},
+		{Composite{Legs: []Leg{{1, math.MaxInt64}, {2, math.MinInt64 + 1}}}, OverflowsCreditsPosted},
+		{CreateAccount{ID: 1, Ledger: 1, Flags: DebitsMustNotExceedCredits}, Exists},
+		{CreateAccount{ID: 1, Ledger: 1}, ExistsWithDifferentFlags},
+		{CreateAccount{ID: 1, Ledger: 1, Flags: DebitsMustNotExceedCredits, UserData: [2]uint64{0, 1}}, ExistsWithDifferentUserData},
+		{CreateAccount{ID: 1, Ledger: 2, Flags: DebitsMustNotExceedCredits}, ExistsWithDifferentLedger},
+		{CreateAccount{ID: 1, Ledger: 1, Code: 3, Flags: DebitsMustNotExceedCredits}, ExistsWithDifferentCode},
+		{Composite{Legs: []Leg{{2, 5}, {1, -200}, {0, 195}}, Flags: NoNegative}, ExceedsCredits},
 		{Deposit{Account: 3, Amount: 1, UserRef: 7}, Duplicate},
 	} {
 		r, err := l.SubmitAndWait(ctx, c.op, Snapshot)
@@ -95,13 +111,29 @@ func TestFailedTransactionsChangeNothing(t *testing.T) {
 			require.Equal(t, want, b, "account %d after %#v", a, c.op)
 		}
 	}
-	// A composite whose running sum overflows but which nets to zero is fine,
-	// and without NoNegative may leave balances negative.
-	r, err := l.SubmitAndWait(ctx, Composite{Legs: []Leg{{2, math.MaxInt64}, {3, 1}, {4, math.MinInt64}}}, Snapshot)
+	// A composite whose running sum overflows but which nets to zero is
+	// fine, and without NoNegative may leave an account without limits
+	// negative.
+	_, err = l.SubmitAndWait(ctx, CreateAccount{ID: 6, Ledger: 1}, Snapshot)
+	require.NoError(t, err)
+	r, err := l.SubmitAndWait(ctx, Composite{Legs: []Leg{{2, math.MaxInt64}, {3, 1}, {6, math.MinInt64 + 1}, {0, -1}}}, Snapshot)
 	require.NoError(t, err)
 	require.Equal(t, OK, r.Fail)
-	b, _ := l.Balance(4)
-	require.Equal(t, int64(math.MinInt64), b)
+	b, _ := l.Balance(6)
+	require.Equal(t, int64(-math.MaxInt64), b)
+	// The limit flag: account 3, with DebitsMustNotExceedCredits, cannot.
+	r, err = l.SubmitAndWait(ctx, Composite{Legs: []Leg{{3, -2}, {2, 2}}}, Snapshot)
+	require.NoError(t, err)
+	require.Equal(t, ExceedsCredits, r.Fail)
+	// The tenth account does not fit MaxAccounts 10 (the system account is one).
+	for id := uint64(7); id <= 9; id++ {
+		r, err = l.SubmitAndWait(ctx, CreateAccount{ID: id * 1000, Ledger: 1}, Snapshot)
+		require.NoError(t, err)
+		require.Equal(t, OK, r.Fail)
+	}
+	r, err = l.SubmitAndWait(ctx, CreateAccount{ID: 1 << 60, Ledger: 1}, Snapshot)
+	require.NoError(t, err)
+	require.Equal(t, AccountsLimitReached, r.Fail)
 }
 
 func TestCallsAfterClose(t *testing.T) {

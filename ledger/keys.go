@@ -8,9 +8,9 @@ import "encoding/binary"
 //	"M"                      meta record (msgpack + CRC32C): format version, MaxAccounts
 //	"N"                      sequence number of the newest WAL segment created (u64 + CRC32C)
 //	"O"                      sequence number of the oldest WAL segment retention keeps (u64 + CRC32C)
-//	"W" + first tx id        format 1 and 2 only: WAL batch, migrated into wal/ by Open
+//	"W" + first tx id        format 1 and 2 only: WAL batch (such directories are refused)
 //	"S" + tx id              snapshot manifest (msgpack + CRC32C) of the state after tx id
-//	"C" + tx id + chunk no.  snapshot chunk (fixed binary + CRC32C)
+//	"C" + tx id + chunk no.  snapshot chunk (fixed binary + CRC32C): cells from 0, accounts from 2^31
 //	"D" + first tx id        durable idempotency index: a run of (tx id, user ref) (refindex.go)
 //	"R" + Unix ns            a truncation by ledger recover (truncate.go)
 const (

@@ -49,7 +49,8 @@ type Ledger struct {
 	toSnap                       *ringbuf.SPSC[txRecord] // WAL -> Snapshotter
 	txStage, walStage, snapStage *pressure.Stage
 	wal                          *wal.Writer        // appended to by the WAL stage only; Find and RemoveBelow from others
-	readable                     []atomic.Int64     // the ledger's one per-account array; elements stored by the Snapshotter only
+	readable                     []atomic.Int64     // cells, 4 per account slot; elements stored by the Snapshotter only
+	accts                        *accountTable      // inserted into by the Transactor only; probed by readers
 	persistCh                    chan *snapshotData // Snapshotter -> persister
 
 	// The progress indexes, one per stage. Each is stored by its stage
@@ -73,6 +74,9 @@ type Ledger struct {
 	// Waiters, released by the stage that advances their level.
 	waits [Snapshot + 1]waitList // Wait calls, indexed by Level
 	fns   fnList                 // SubmitFunc and SubmitAndWait deliveries not yet made
+	// visible is the number of account slots whose creation the
+	// Snapshotter has applied: readers see those accounts only.
+	visible atomic.Uint64
 
 	// Stopping. halt mirrors failedBit on a line of its own: stages poll
 	// it on every empty iteration, and state is written twice by every
@@ -86,7 +90,7 @@ type Ledger struct {
 
 	// Transactor: counters for Stats.
 	_        pad
-	outcomes [KindComposite + 1][numFailReasons]atomic.Uint64
+	outcomes [numKinds][numFailReasons]atomic.Uint64
 	ovSweeps atomic.Uint64 // overlay sweeps
 	ovWaits  atomic.Uint64 // waits for overlay room
 	// retries past DedupRetention the durable index still named
@@ -148,7 +152,7 @@ func Open(cfg Config) (*Ledger, error) {
 	var truncs []truncation
 	if ro != nil {
 		m, err = checkMeta(ro, &cfg)
-		if err == nil && m != nil && m.FormatVersion == formatVersion {
+		if err == nil && m != nil {
 			rs, err = recoverState(ro, &cfg)
 		}
 		if err == nil && cfg.DedupRetention > 0 {
@@ -168,13 +172,8 @@ func Open(cfg Config) (*Ledger, error) {
 	if err != nil {
 		return nil, openError(cfg.Dir, "", err)
 	}
-	switch {
-	case m == nil: // a new directory
+	if m == nil { // a new directory
 		err = writeMeta(db, &cfg, time.Now().UnixNano())
-	case m.FormatVersion != formatVersion:
-		// Format 1 or 2: the WAL moves out of pebble, then recovery runs
-		// on the result (see migrate.go).
-		err = migrate(db, &cfg, m)
 	}
 	if err == nil && rs == nil {
 		rs, err = recoverState(db, &cfg)
@@ -220,6 +219,7 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered) (*Ledger, er
 	l := &Ledger{
 		cfg: cfg, db: db, wal: w, base: rs.last + 1,
 		readable:  rs.bal, // recovery built them in place: no copy
+		accts:     rs.accts,
 		epoch:     time.Now(),
 		persistCh: make(chan *snapshotData, 1),
 		stopped:   make(chan struct{}),
@@ -242,6 +242,7 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered) (*Ledger, er
 		p.Store(rs.last)
 	}
 	l.persisted.Store(rs.snapshot)
+	l.visible.Store(rs.accts.n)
 	l.spare.Store(&snapshotData{})
 
 	l.pm = pressure.New(cfg.WaitStrategy)
@@ -252,7 +253,7 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered) (*Ledger, er
 		}
 	}
 	l.txStage, l.walStage, l.snapStage = st[0], st[1], st[2]
-	x := &executor{readable: l.readable, ov: newOverlay(overlaySlots(cfg.RingSize), rs.last), dedup: rs.dedup, maxEntries: cfg.MaxEntries}
+	x := &executor{readable: l.readable, accts: l.accts, ov: newOverlay(overlaySlots(cfg.RingSize), rs.last), dedup: rs.dedup, maxEntries: cfg.MaxEntries}
 	refs := newRefWindow(cfg.DedupWindow)
 	for _, r := range rs.refs {
 		refs.push(r)
@@ -351,9 +352,10 @@ func (l *Ledger) now() int64 {
 // Sequencer ring is full, Submit waits for room (back pressure).
 func (l *Ledger) Submit(op Op) (TxID, error) {
 	var r request
-	if err := prepare(op, l.cfg.MaxAccounts, &r); err != nil {
+	if err := prepare(op, &r); err != nil {
 		return 0, &InputError{Err: err}
 	}
+	r.chainOpen = r.linked // a chain of one op, left open
 	return l.push(&r)
 }
 
@@ -394,6 +396,12 @@ func (l *Ledger) advanceSequenced(id uint64) {
 // any op is invalid, none is submitted and the *InputError names its index.
 // A batch may hold at most Config.RingSize ops.
 func (l *Ledger) SubmitBatch(ops []Op) (first, last TxID, err error) {
+	return l.submitBatch(ops, nil, 0)
+}
+
+// submitBatch is SubmitBatch; with fn, every op gets a waiter calling fn at
+// level (SubmitBatchFunc).
+func (l *Ledger) submitBatch(ops []Op, fn func(Result, error), level Level) (first, last TxID, err error) {
 	if len(ops) == 0 || len(ops) > l.seq.Cap() {
 		return 0, 0, &InputError{Err: ErrBatchSize}
 	}
@@ -405,11 +413,28 @@ func (l *Ledger) SubmitBatch(ops []Op) (first, last TxID, err error) {
 	reqs := slices.Grow((*bp)[:0], len(ops))[:len(ops)]
 	*bp = reqs
 	for i, op := range ops {
-		if err := prepare(op, l.cfg.MaxAccounts, &reqs[i]); err != nil {
+		if err := prepare(op, &reqs[i]); err != nil {
 			return 0, 0, &InputError{Index: i, Err: err}
 		}
 	}
+	if i, err := markChains(reqs); err != nil {
+		return 0, 0, &InputError{Index: i, Err: err}
+	}
+	if fn != nil {
+		for i := range reqs {
+			w := opWaiterPool.Get().(*opWaiter)
+			w.fn = fn
+			if !l.fns.add(w) {
+				w.fn = nil
+				opWaiterPool.Put(w)
+				l.dropWaiters(reqs[:i])
+				return 0, 0, l.stoppedErr()
+			}
+			reqs[i].w, reqs[i].wlevel = w, level
+		}
+	}
 	if err := l.enter(); err != nil {
+		l.dropWaiters(reqs)
 		return 0, 0, err
 	}
 	defer l.exit()
@@ -425,9 +450,23 @@ func (l *Ledger) SubmitBatch(ops []Op) (first, last TxID, err error) {
 			return TxID(f), TxID(lst), nil
 		}
 		if l.halted() {
+			l.dropWaiters(reqs)
 			return 0, 0, l.storageErr()
 		}
 		bo.wait()
+	}
+}
+
+// dropWaiters takes back the waiters of requests that were not submitted:
+// nobody else can deliver or sweep them.
+func (l *Ledger) dropWaiters(reqs []request) {
+	for i := range reqs {
+		if w := reqs[i].w; w != nil {
+			l.fns.remove(w)
+			w.fn = nil
+			opWaiterPool.Put(w)
+			reqs[i].w = nil
+		}
 	}
 }
 
@@ -563,15 +602,32 @@ func (l *Ledger) Result(id TxID) (Result, error) {
 	return readResult(l.wal, uint64(id))
 }
 
-// Balance returns account's balance: it includes every transaction up to
-// the Snapshot index loaded before it (and possibly some of the batch being
-// applied). It is one atomic load; values are never torn.
+// Balance returns account's posted balance, credits_posted -
+// debits_posted (see Lookup for what it includes). It is two atomic loads;
+// values are never torn, though the two may straddle a batch being applied.
 func (l *Ledger) Balance(account uint64) (int64, error) {
-	if err := l.refused(l.state.Load()); err != nil {
+	a, err := l.Lookup(account)
+	if err != nil {
 		return 0, err
 	}
-	if account >= uint64(len(l.readable)) {
-		return 0, accountRange(account, uint64(len(l.readable)))
+	return a.Balance(), nil
+}
+
+// Lookup returns account id with its columns. It sees every transaction up
+// to the Snapshot index loaded before it (and possibly some of the batch
+// being applied); an account whose creation has not reached the Snapshot
+// index yet is not found. Each column is one atomic load: never torn.
+func (l *Ledger) Lookup(id uint64) (Account, error) {
+	if err := l.refused(l.state.Load()); err != nil {
+		return Account{}, err
 	}
-	return l.readable[account].Load(), nil
+	s, ok := l.accts.slot(id)
+	if !ok || s >= l.visible.Load() {
+		return Account{}, fmt.Errorf("account %d: %w", id, ErrAccountNotFound)
+	}
+	a := l.accts.meta[s].public()
+	c := l.readable[cell(s, 0):cell(s, numColumns)]
+	a.DebitsPosted, a.CreditsPosted = uint64(c[DebitsPosted].Load()), uint64(c[CreditsPosted].Load())
+	a.DebitsPending, a.CreditsPending = uint64(c[DebitsPending].Load()), uint64(c[CreditsPending].Load())
+	return a, nil
 }

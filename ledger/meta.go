@@ -10,26 +10,32 @@ import (
 )
 
 // formatVersion is the directory format this package writes (the meta
-// record's). Version 3 moved the WAL out of pebble into its own segment
-// files (wal/); version 2 made snapshots fuzzy; version 1 had exact
-// snapshots. This build opens versions 1 and 2 by migrating them (see
-// migrate.go): their WAL batches are copied into segments, then the meta
-// record says 3, so that an older build refuses the directory from then on.
+// record's). Version 4 has created accounts (sparse ids, a ledger, flags
+// and four columns each; WAL entries name a column, create_account
+// records, accounts chunks in snapshots). Version 3 moved the WAL out of
+// pebble into its own segment files (wal/); version 2 made snapshots fuzzy;
+// version 1 had exact snapshots. Versions 1 to 3 have dense accounts with
+// one balance and no account records: this build refuses them with
+// ErrIncompatible and a message saying how to move their balances (see
+// oldFormatError); it never rewrites them.
 const (
-	formatVersion   = 3
-	formatVersionV2 = 2
-	formatVersionV1 = 1
+	formatVersion = 4
+	// formatVersionV3 is the last format with dense accounts.
+	formatVersionV3 = 3
 )
 
-// Snapshot manifest versions: 2 is fuzzy (TxEnd), 1 exact.
-const (
-	manifestVersion   = 2
-	manifestVersionV1 = 1
-)
+// manifestVersion is the snapshot manifest's: 3 adds the accounts count
+// (2 was fuzzy with TxEnd, 1 exact).
+const manifestVersion = 3
 
 // readableFormat reports whether this build reads format version v.
-func readableFormat(v int) bool {
-	return v == formatVersion || v == formatVersionV2 || v == formatVersionV1
+func readableFormat(v int) bool { return v == formatVersion }
+
+// oldFormatError is Open's refusal of a directory of format v < 4.
+func oldFormatError(dir string, v int) error {
+	return fmt.Errorf("%w: %s has format %d (dense accounts, one balance each); this build reads format %d (created accounts) and does not convert it: "+
+		"with the build that wrote it, run `ledger dump` to list its balances, then create the accounts (`ledger account create`) "+
+		"and deposit the balances into a new directory", ErrIncompatible, dir, v, formatVersion)
 }
 
 // meta is the directory's identity, written once when the directory is
@@ -58,12 +64,14 @@ func fingerprintOf(version int, maxAccounts uint64) uint32 {
 // the account's balance after TxID or after one of its entries in
 // (TxID, TxEnd]. Recovery loads the chunks and replays the WAL from TxID+1
 // setting each entry's resulting balance; from TxEnd on the state is exact.
-// A format 1 manifest has no TxEnd: its snapshot is exact (TxEnd = TxID).
+// The cell chunks hold 4 cells per account of MaxAccounts (see
+// accountTable), the accounts chunks slots 1 .. Accounts-1.
 type manifest struct {
 	FormatVersion int    `msgpack:"format_version"`
 	TxID          uint64 `msgpack:"tx_id"`
 	TxEnd         uint64 `msgpack:"tx_end"`
 	MaxAccounts   uint64 `msgpack:"max_accounts"`
+	Accounts      uint64 `msgpack:"accounts"` // slots in use after TxID, the system account's included
 	ChunkAccounts uint64 `msgpack:"chunk_accounts"`
 	Chunks        uint32 `msgpack:"chunks"`
 	DedupWindow   uint64 `msgpack:"dedup_window"`

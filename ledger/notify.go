@@ -29,9 +29,10 @@ func (l *Ledger) SubmitFunc(op Op, level Level, fn func(Result, error)) (TxID, e
 		return 0, ErrNilFunc
 	}
 	var r request
-	if err := prepare(op, l.cfg.MaxAccounts, &r); err != nil {
+	if err := prepare(op, &r); err != nil {
 		return 0, &InputError{Err: err}
 	}
+	r.chainOpen = r.linked // a chain of one op, left open
 	w := opWaiterPool.Get().(*opWaiter)
 	w.fn = fn
 	if !l.fns.add(w) {

@@ -27,11 +27,7 @@ func openOffline(fs vfs.FS, dir string) (*pebble.DB, meta, error) {
 	if db == nil {
 		return nil, meta{}, fmt.Errorf("%w: %s holds no pebble store", ErrNoLedger, dir)
 	}
-	m, err := readMeta(db)
-	if err == nil && m.FormatVersion != formatVersion {
-		err = fmt.Errorf("%w: %s is format %d (its WAL inside pebble): open it once with this build (ledger serve, or ledger.Open), which migrates it to format %d",
-			ErrIncompatible, dir, m.FormatVersion, formatVersion)
-	}
+	m, err := readMeta(db, dir)
 	if err != nil {
 		db.Close()
 		return nil, meta{}, err
@@ -39,7 +35,7 @@ func openOffline(fs vfs.FS, dir string) (*pebble.DB, meta, error) {
 	return db, m, nil
 }
 
-func readMeta(db *pebble.DB) (meta, error) {
+func readMeta(db *pebble.DB, dir string) (meta, error) {
 	val, closer, err := db.Get(metaKey)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return meta{}, &CorruptError{Key: metaKey, Reason: "meta record missing: not a ledger directory"}
@@ -52,8 +48,11 @@ func readMeta(db *pebble.DB) (meta, error) {
 	if err != nil {
 		return meta{}, &CorruptError{Key: metaKey, Reason: err.Error()}
 	}
+	if m.FormatVersion >= 1 && m.FormatVersion <= formatVersionV3 {
+		return meta{}, oldFormatError(dir, m.FormatVersion)
+	}
 	if !readableFormat(m.FormatVersion) {
-		return meta{}, fmt.Errorf("%w: format version %d, this build reads 1 to %d", ErrIncompatible, m.FormatVersion, formatVersion)
+		return meta{}, fmt.Errorf("%w: format version %d, this build reads %d", ErrIncompatible, m.FormatVersion, formatVersion)
 	}
 	if m.MaxAccounts < 2 || m.MaxAccounts > MaxAccountsLimit || m.Fingerprint != fingerprintOf(m.FormatVersion, m.MaxAccounts) {
 		return meta{}, &CorruptError{Key: metaKey, Reason: fmt.Sprintf("MaxAccounts %d does not match fingerprint %08x", m.MaxAccounts, m.Fingerprint)}

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -9,42 +8,74 @@ import (
 // order the Transactor executes them; 0 is never a valid id.
 type TxID uint64
 
-// SystemAccount is the account money enters and leaves the ledger through.
+// SystemAccount is the account money enters and leaves the ledger through
+// (Deposit, Withdrawal). It exists without being created, belongs to every
+// ledger and has no flags; no other account has id 0.
 const SystemAccount uint64 = 0
+
+// MaxChain is the most ops a linked chain may have; a longer one is
+// refused at submit (ErrChainLength). An op with Linked set is linked to the
+// next op of its SubmitBatch: consecutive linked ops and the first unlinked
+// op after them form a chain, which applies as a whole or not at all. If one
+// member fails, it keeps its fail reason and every other member fails with
+// LinkedEventFailed (members after it are not evaluated); a chain still open
+// at the end of its batch (its last op linked) fails whole with
+// LinkedEventChainOpen. The chain runs inside the Transactor, which rolls
+// back a failed one's members itself: no lock, no second pass.
+const MaxChain = 1024
 
 // MaxLegs is the most legs a Composite may have; more are refused at submit.
 // Config.MaxEntries sets a lower, journaled limit (EntryLimitExceeded).
 const MaxLegs = 255
 
-// Op is an operation to submit: Deposit, Withdrawal, Transfer or Composite.
-// The set is closed.
+// Op is an operation to submit: CreateAccount, Deposit, Withdrawal,
+// Transfer or Composite. The set is closed.
 type Op interface{ isOp() }
 
-// Deposit moves Amount from the system account to Account.
+// CreateAccount creates account ID (any id but 0) in Ledger (non-zero).
+// An id that exists fails with Exists if every field is the same, else with
+// the ExistsWithDifferent* reason of the first field that differs.
+type CreateAccount struct {
+	ID       uint64
+	Ledger   uint32
+	Code     uint16
+	Flags    AccountFlags
+	UserData [2]uint64
+	UserRef  uint64
+	Linked   bool // links this op to the next of its batch (see MaxChain)
+}
+
+// Deposit moves Amount from the system account to Account: the system
+// account's debits_posted and Account's credits_posted grow by Amount.
 type Deposit struct {
 	Account uint64
 	Amount  uint64
 	UserRef uint64 // idempotency key; 0 means none
+	Linked  bool   // links this op to the next of its batch (see MaxChain)
 }
 
-// Withdrawal moves Amount from Account to the system account. It fails with
-// InsufficientFunds if Account's balance would go negative.
+// Withdrawal moves Amount from Account to the system account. If Account
+// has DebitsMustNotExceedCredits, it fails with ExceedsCredits when its
+// debits would pass its credits.
 type Withdrawal struct {
 	Account uint64
 	Amount  uint64
 	UserRef uint64
+	Linked  bool
 }
 
-// Transfer moves Amount from From to To. It fails with InsufficientFunds if
-// From's balance would go negative.
+// Transfer debits From and credits To by Amount. Both must be created
+// accounts of the same ledger; each account's flags limit it.
 type Transfer struct {
 	From    uint64
 	To      uint64
 	Amount  uint64
 	UserRef uint64
+	Linked  bool
 }
 
-// Leg is one signed movement of a Composite.
+// Leg is one signed movement of a Composite: a negative Delta debits
+// Account (debits_posted), a positive one credits it (credits_posted).
 type Leg struct {
 	Account uint64
 	Delta   int64
@@ -53,8 +84,8 @@ type Leg struct {
 // CompositeFlags modify how a Composite executes.
 type CompositeFlags uint8
 
-// NoNegative makes a Composite fail with InsufficientFunds if any leg leaves
-// a non-system account with a negative balance.
+// NoNegative makes a Composite fail with ExceedsCredits if any leg leaves
+// a non-system account with a negative posted balance.
 const NoNegative CompositeFlags = 1
 
 // Composite applies all Legs atomically, in order. Its deltas must sum to
@@ -64,12 +95,14 @@ type Composite struct {
 	Legs    []Leg
 	Flags   CompositeFlags
 	UserRef uint64
+	Linked  bool
 }
 
-func (Deposit) isOp()    {}
-func (Withdrawal) isOp() {}
-func (Transfer) isOp()   {}
-func (Composite) isOp()  {}
+func (CreateAccount) isOp() {}
+func (Deposit) isOp()       {}
+func (Withdrawal) isOp()    {}
+func (Transfer) isOp()      {}
+func (Composite) isOp()     {}
 
 // Kind is the type of a journaled transaction.
 type Kind uint8
@@ -80,9 +113,15 @@ const (
 	KindWithdrawal
 	KindTransfer
 	KindComposite
+	KindCreateAccount
+	numKinds
 )
 
-var kindNames = [...]string{"invalid", "deposit", "withdrawal", "transfer", "composite"}
+// NumKinds is the number of kinds, the invalid 0 included: they are
+// 0 .. NumKinds-1.
+const NumKinds = int(numKinds)
+
+var kindNames = [...]string{"invalid", "deposit", "withdrawal", "transfer", "composite", "create_account"}
 
 // String returns the kind's lower-case name.
 func (k Kind) String() string {
@@ -95,46 +134,63 @@ func (k Kind) String() string {
 // request is an operation as it travels the Sequencer ring: flat, so that
 // Submit copies it into a slot without boxing.
 type request struct {
-	kind    Kind
-	flags   CompositeFlags
-	a, b    uint64 // account (Deposit, Withdrawal); from, to (Transfer)
-	amount  uint64
-	userRef uint64
-	legs    []Leg
-	w       *opWaiter // non-nil for SubmitAndWait
-	wlevel  Level     // the level w waits for
+	kind  Kind
+	flags CompositeFlags
+	a, b  uint64   // account (Deposit, Withdrawal); from, to (Transfer); id (CreateAccount)
+	acct  acctMeta // CreateAccount
+	// linked: the op is linked to the next one (a chain member but the
+	// last); chainOpen: the op is in a chain its batch left open.
+	linked, chainOpen bool
+	amount            uint64
+	userRef           uint64
+	legs              []Leg
+	w                 *opWaiter // non-nil for SubmitAndWait
+	wlevel            Level     // the level w waits for
 }
 
 // prepare validates op against state-independent rules and fills r. Errors
 // are sentinels; the caller wraps them in an *InputError.
-func prepare(op Op, maxAccounts uint64, r *request) error {
+func prepare(op Op, r *request) error {
 	switch o := op.(type) {
+	case CreateAccount:
+		*r = request{kind: KindCreateAccount, a: o.ID, userRef: o.UserRef, linked: o.Linked,
+			acct: acctMeta{id: o.ID, userData: o.UserData, ledger: o.Ledger, code: o.Code, flags: o.Flags}}
+		switch {
+		case o.ID == SystemAccount:
+			return ErrAccountID
+		case o.Ledger == 0:
+			return ErrLedgerZero
+		case o.Flags&^accountFlagsMask != 0:
+			return ErrAccountFlags
+		case o.Flags&DebitsMustNotExceedCredits != 0 && o.Flags&CreditsMustNotExceedDebits != 0:
+			return ErrAccountFlags
+		}
+		return nil
+	case *CreateAccount:
+		if o == nil {
+			return ErrNilOp
+		}
+		return prepare(*o, r)
 	case Deposit:
-		*r = request{kind: KindDeposit, a: o.Account, amount: o.Amount, userRef: o.UserRef}
-		return checkSingle(o.Account, o.Amount, maxAccounts)
+		*r = request{kind: KindDeposit, a: o.Account, amount: o.Amount, userRef: o.UserRef, linked: o.Linked}
+		return checkSingle(o.Account, o.Amount)
 	case *Deposit:
 		if o == nil {
 			return ErrNilOp
 		}
-		return prepare(*o, maxAccounts, r)
+		return prepare(*o, r)
 	case Withdrawal:
-		*r = request{kind: KindWithdrawal, a: o.Account, amount: o.Amount, userRef: o.UserRef}
-		return checkSingle(o.Account, o.Amount, maxAccounts)
+		*r = request{kind: KindWithdrawal, a: o.Account, amount: o.Amount, userRef: o.UserRef, linked: o.Linked}
+		return checkSingle(o.Account, o.Amount)
 	case *Withdrawal:
 		if o == nil {
 			return ErrNilOp
 		}
-		return prepare(*o, maxAccounts, r)
+		return prepare(*o, r)
 	case Transfer:
-		*r = request{kind: KindTransfer, a: o.From, b: o.To, amount: o.Amount, userRef: o.UserRef}
+		*r = request{kind: KindTransfer, a: o.From, b: o.To, amount: o.Amount, userRef: o.UserRef, linked: o.Linked}
 		if err := checkAmount(o.Amount); err != nil {
 			return err
-		}
-		if o.From >= maxAccounts {
-			return accountRange(o.From, maxAccounts)
-		}
-		if o.To >= maxAccounts {
-			return accountRange(o.To, maxAccounts)
 		}
 		if o.From == o.To {
 			return ErrSameAccount
@@ -144,9 +200,9 @@ func prepare(op Op, maxAccounts uint64, r *request) error {
 		if o == nil {
 			return ErrNilOp
 		}
-		return prepare(*o, maxAccounts, r)
+		return prepare(*o, r)
 	case Composite:
-		*r = request{kind: KindComposite, flags: o.Flags, legs: o.Legs, userRef: o.UserRef}
+		*r = request{kind: KindComposite, flags: o.Flags, legs: o.Legs, userRef: o.UserRef, linked: o.Linked}
 		if len(o.Legs) == 0 {
 			return ErrNoLegs
 		}
@@ -157,9 +213,6 @@ func prepare(op Op, maxAccounts uint64, r *request) error {
 			return ErrFlags
 		}
 		for _, l := range o.Legs {
-			if l.Account >= maxAccounts {
-				return accountRange(l.Account, maxAccounts)
-			}
 			if l.Delta == 0 {
 				return ErrZeroAmount
 			}
@@ -169,16 +222,10 @@ func prepare(op Op, maxAccounts uint64, r *request) error {
 		if o == nil {
 			return ErrNilOp
 		}
-		return prepare(*o, maxAccounts, r)
+		return prepare(*o, r)
 	default:
 		return ErrNilOp
 	}
-}
-
-// accountRange is ErrAccountRange naming the account and the limit. It
-// allocates, on the error path only.
-func accountRange(account, maxAccounts uint64) error {
-	return fmt.Errorf("%w: %d (MaxAccounts is %d)", ErrAccountRange, account, maxAccounts)
 }
 
 func checkAmount(a uint64) error {
@@ -191,15 +238,32 @@ func checkAmount(a uint64) error {
 	return nil
 }
 
-func checkSingle(account, amount, maxAccounts uint64) error {
+func checkSingle(account, amount uint64) error {
 	if err := checkAmount(amount); err != nil {
 		return err
-	}
-	if account >= maxAccounts {
-		return accountRange(account, maxAccounts)
 	}
 	if account == SystemAccount {
 		return ErrSameAccount
 	}
 	return nil
+}
+
+// markChains checks the linked chains of a batch: each at most MaxChain
+// ops, and the one its last op leaves open marked (all its members fail
+// with LinkedEventChainOpen). It returns the index of a chain too long and
+// ErrChainLength.
+func markChains(reqs []request) (int, error) {
+	start := 0
+	for i := range reqs {
+		if i-start+1 > MaxChain {
+			return start, ErrChainLength
+		}
+		if !reqs[i].linked {
+			start = i + 1
+		}
+	}
+	for i := start; i < len(reqs); i++ {
+		reqs[i].chainOpen = true
+	}
+	return 0, nil
 }

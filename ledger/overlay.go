@@ -1,6 +1,8 @@
 package ledger
 
-// The overlay replaces a private copy of all balances in the Transactor.
+// The overlay replaces a private copy of all cells in the Transactor. A
+// cell is one column of one account (see accountTable); "balance" below is
+// a cell's value and "account" a cell.
 //
 // The Transactor runs ahead of the Snapshotter: the readable balances lag its
 // working balances by the transactions between Snapshot and Computed. The
@@ -51,7 +53,7 @@ const (
 )
 
 type ovSlot struct {
-	acct uint32 // account + 1; 0 marks an empty slot (accounts < 2^28)
+	acct uint32 // cell + 1; 0 marks an empty slot (cells < 2^30)
 	last uint32 // low 32 bits of the id of the last transaction that changed it
 	bal  int64  // working balance
 }

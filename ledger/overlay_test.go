@@ -73,6 +73,7 @@ func TestOverlayModel(t *testing.T) {
 // the overlay is full.
 func TestOverlayBackPressure(t *testing.T) {
 	l := openTest(t, Config{MaxAccounts: 100_000, RingSize: 1024, MaxEntries: 255, SnapshotEvery: 500})
+	createAccounts(t, l, 100_000)
 	rng := rand.New(rand.NewPCG(1, 2))
 	bal := make([]int64, 100_000)
 	var ops []Op

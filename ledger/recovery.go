@@ -15,7 +15,8 @@ type recovered struct {
 	last     uint64         // last durable transaction
 	snapshot uint64         // tx id S0 of the snapshot loaded (0 if none)
 	snapEnd  uint64         // its TxEnd S1: the WAL replays it exactly from there on
-	bal      []atomic.Int64 // balances after last: they become the readable balances
+	bal      []atomic.Int64 // cells after last: they become the readable cells
+	accts    *accountTable  // accounts after last: the Transactor's table
 	dedup    *dedup         // Transactor's dedup index after last
 	refs     []refEntry     // the dedup window after last, for the Snapshotter
 	// replayedRefs are the refs of the transactions replayed after the
@@ -26,8 +27,8 @@ type recovered struct {
 	segs         []wal.Segment // live WAL segments, oldest first
 	unborn       string        // a newest segment whose creation a crash cut short
 	// win tracks, while the replay is inside the loaded snapshot's window
-	// (snapshot, snapEnd], every account an entry touched: its chunk value,
-	// and whether that value was one of the account's balances in the window.
+	// (snapshot, snapEnd], every cell an entry touched: its chunk value,
+	// and whether that value was one of the cell's values in the window.
 	win map[uint64]winAcct
 }
 
@@ -62,7 +63,7 @@ type recoveryInfo struct {
 // checks that each such account's chunk value was one of its balances in the
 // window and that the balances sum to zero after S1.
 func recoverState(db *pebble.DB, cfg *Config) (*recovered, error) {
-	rs := &recovered{bal: make([]atomic.Int64, cfg.MaxAccounts), dedup: newDedup(cfg.DedupWindow)}
+	rs := &recovered{bal: make([]atomic.Int64, cellsPerAccount*cfg.MaxAccounts), accts: newAccountTable(cfg.MaxAccounts), dedup: newDedup(cfg.DedupWindow)}
 	if err := loadNewestSnapshot(db, cfg, rs); err != nil {
 		return nil, err
 	}
@@ -73,8 +74,8 @@ func recoverState(db *pebble.DB, cfg *Config) (*recovered, error) {
 		return nil, &CorruptError{Key: idKey(prefixSnapshot, rs.snapshot), FirstTx: TxID(rs.last + 1), LastTx: TxID(rs.snapEnd),
 			Reason: fmt.Sprintf("transactions missing from the WAL: snapshot %d holds balances up to tx %d", rs.snapshot, rs.snapEnd)}
 	}
-	if sum := sumBalances(rs.bal); sum != 0 {
-		return nil, &CorruptError{File: walDir, LastTx: TxID(rs.last), Reason: fmt.Sprintf("balances sum to %d after replay", sum)}
+	if err := zeroSum(rs.bal); err != nil {
+		return nil, &CorruptError{File: walDir, LastTx: TxID(rs.last), Reason: err.Error() + " after replay"}
 	}
 	// The Snapshotter's window is the Transactor's, in id order.
 	rs.dedup.fifo.trim(rs.last+1, rs.dedup.forget)
@@ -82,13 +83,18 @@ func recoverState(db *pebble.DB, cfg *Config) (*recovered, error) {
 	return rs, nil
 }
 
-// sumBalances adds the balances, wrapping: a true sum of zero wraps to zero.
-func sumBalances(bal []atomic.Int64) int64 {
-	var sum int64
-	for i := range bal {
-		sum += bal[i].Load()
+// zeroSum checks the ledger's invariant over all cells: debits_posted and
+// credits_posted sum to the same, and so do the pending columns. The sums
+// wrap; equal true sums wrap to equal values.
+func zeroSum(cells []atomic.Int64) error {
+	var s [numColumns]uint64
+	for i := range cells {
+		s[uint64(i)%cellsPerAccount] += uint64(cells[i].Load())
 	}
-	return sum
+	if s[DebitsPosted] != s[CreditsPosted] || s[DebitsPending] != s[CreditsPending] {
+		return fmt.Errorf("debits and credits differ (posted %d/%d, pending %d/%d)", s[DebitsPosted], s[CreditsPosted], s[DebitsPending], s[CreditsPending])
+	}
+	return nil
 }
 
 func loadNewestSnapshot(db *pebble.DB, cfg *Config, rs *recovered) error {
@@ -107,8 +113,10 @@ func loadNewestSnapshot(db *pebble.DB, cfg *Config, rs *recovered) error {
 		if !ok {
 			continue
 		}
-		info, err := readSnapshot(db, cfg.MaxAccounts, id, it.Value(), put)
+		accts := newAccountTable(cfg.MaxAccounts)
+		info, err := readSnapshot(db, cfg.MaxAccounts, id, it.Value(), put, func(m acctMeta) error { return insertRecovered(accts, m) })
 		if err == nil {
+			rs.accts = accts
 			d := newDedup(cfg.DedupWindow)
 			for _, r := range info.refs {
 				d.add(r.id, r.ref)
@@ -130,6 +138,21 @@ func loadNewestSnapshot(db *pebble.DB, cfg *Config, rs *recovered) error {
 	return it.Error()
 }
 
+// insertRecovered adds an account read from a snapshot or the WAL.
+func insertRecovered(t *accountTable, m acctMeta) error {
+	if m.id == SystemAccount {
+		return errors.New("account 0 created")
+	}
+	if _, ok := t.slot(m.id); ok {
+		return fmt.Errorf("account %d created twice", m.id)
+	}
+	if t.full() {
+		return fmt.Errorf("account %d beyond MaxAccounts", m.id)
+	}
+	t.insert(m)
+	return nil
+}
+
 // snapInfo is what a valid snapshot's manifest and dedup chunk say.
 type snapInfo struct {
 	end  uint64 // TxEnd (S1); equal to the id for an exact snapshot
@@ -137,43 +160,60 @@ type snapInfo struct {
 }
 
 // readSnapshot checks snapshot id as Open loads it — the manifest, every
-// balance chunk (checksum, header, full coverage of maxAccounts), the dedup
-// window, and for an exact snapshot (format 1, or TxEnd equal to its id) the
-// zero balance sum — and passes each chunk's balances to put as they are
-// read (8 little-endian bytes each, from account first on). An error may
-// come after some chunks were passed.
-func readSnapshot(db *pebble.DB, maxAccounts, id uint64, val []byte, put func(first uint64, raw []byte)) (snapInfo, error) {
+// accounts chunk, every cell chunk (checksum, header, full coverage of
+// 4 x maxAccounts cells), the dedup window, and for an exact snapshot
+// (TxEnd equal to its id) the zero sums — passes each account to putAcct in
+// slot order and each chunk's cells to put as they are read (8
+// little-endian bytes each, from cell first on). An error may come after
+// some were passed.
+func readSnapshot(db *pebble.DB, maxAccounts, id uint64, val []byte, put func(first uint64, raw []byte), putAcct func(acctMeta) error) (snapInfo, error) {
 	m, err := decodeManifest(val)
 	if err != nil {
 		return snapInfo{}, err
 	}
-	end := m.TxEnd
-	switch m.FormatVersion {
-	case manifestVersionV1:
-		end = m.TxID
-	case manifestVersion:
-	default:
+	if m.FormatVersion != manifestVersion {
 		return snapInfo{}, fmt.Errorf("manifest format version %d", m.FormatVersion)
 	}
+	cells := cellsPerAccount * maxAccounts
+	end := m.TxEnd
 	if m.TxID != id || end < id || m.MaxAccounts != maxAccounts || m.ChunkAccounts != snapChunkAccounts ||
-		uint64(m.Chunks) != (maxAccounts+snapChunkAccounts-1)/snapChunkAccounts {
+		uint64(m.Chunks) != (cells+snapChunkAccounts-1)/snapChunkAccounts || m.Accounts < 1 || m.Accounts > maxAccounts {
 		return snapInfo{}, errors.New("manifest does not match")
 	}
-	var sum int64
+	for i, lo := uint32(0), uint64(1); lo < m.Accounts; i, lo = i+1, lo+snapChunkAccounts {
+		v, closer, err := db.Get(chunkKey(id, acctChunkBase+i))
+		if err != nil {
+			return snapInfo{}, err
+		}
+		err = decodeAccountChunk(v, lo, min(snapChunkAccounts, m.Accounts-lo), putAcct)
+		closer.Close()
+		if err != nil {
+			return snapInfo{}, fmt.Errorf("accounts chunk %d: %w", i, err)
+		}
+	}
+	var sum [numColumns]uint64
 	for i := uint32(0); i < m.Chunks; i++ {
 		v, closer, err := db.Get(chunkKey(id, i))
 		if err != nil {
 			return snapInfo{}, err
 		}
 		first := uint64(i) * snapChunkAccounts
-		raw, err := openBalanceChunk(v, first, maxAccounts)
-		if err == nil && uint64(len(raw)/8) != min(snapChunkAccounts, maxAccounts-first) {
-			err = fmt.Errorf("chunk %d holds %d balances", i, len(raw)/8)
+		raw, err := openBalanceChunk(v, first, cells)
+		if err == nil && uint64(len(raw)/8) != min(snapChunkAccounts, cells-first) {
+			err = fmt.Errorf("chunk %d holds %d cells", i, len(raw)/8)
 		}
 		if err == nil {
 			for j := 0; j < len(raw); j += 8 {
-				sum += int64(binary.LittleEndian.Uint64(raw[j:]))
+				c := first + uint64(j/8)
+				v := binary.LittleEndian.Uint64(raw[j:])
+				if int64(v) < 0 || (v != 0 && c >= cellsPerAccount*m.Accounts && end == id) {
+					err = fmt.Errorf("cell %d is %d", c, int64(v))
+					break
+				}
+				sum[c%cellsPerAccount] += v
 			}
+		}
+		if err == nil {
 			put(first, raw)
 		}
 		closer.Close()
@@ -181,8 +221,8 @@ func readSnapshot(db *pebble.DB, maxAccounts, id uint64, val []byte, put func(fi
 			return snapInfo{}, err
 		}
 	}
-	if end == id && sum != 0 {
-		return snapInfo{}, errors.New("snapshot balances do not sum to zero")
+	if end == id && (sum[DebitsPosted] != sum[CreditsPosted] || sum[DebitsPending] != sum[CreditsPending]) {
+		return snapInfo{}, errors.New("snapshot debits and credits differ")
 	}
 	v, closer, err := db.Get(chunkKey(id, refsChunk))
 	if err != nil {
@@ -262,7 +302,7 @@ func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
 // snapshot's window it checks every entry before changing rs, per
 // transaction; inside it, an error (always fatal) may leave rs half changed.
 func replayBatch(b *batchReader, t *walTx, rs *recovered) error {
-	n := uint64(len(rs.bal))
+	var cells [MaxLegs]uint64
 	for {
 		ok, err := b.next(t)
 		if err != nil || !ok {
@@ -274,35 +314,37 @@ func replayBatch(b *batchReader, t *walTx, rs *recovered) error {
 		if t.id != rs.last+1 {
 			return fmt.Errorf("tx %d follows %d", t.id, rs.last)
 		}
-		if t.id <= rs.snapEnd {
-			for i := 0; i < t.n; i++ {
-				if e := t.entry(i); e.Account >= n {
-					return fmt.Errorf("tx %d: account %d out of range", t.id, e.Account)
-				}
+		if t.kind == KindCreateAccount && t.fail == OK {
+			if err := insertRecovered(rs.accts, t.acct); err != nil {
+				return fmt.Errorf("tx %d: %w", t.id, err)
 			}
-			if err := replayWindowTx(t, rs); err != nil {
+		}
+		for i := 0; i < t.n; i++ {
+			e := t.entry(i)
+			s, ok := rs.accts.slot(e.Account)
+			if !ok {
+				return fmt.Errorf("tx %d: account %d was never created", t.id, e.Account)
+			}
+			cells[i] = cell(s, e.Column)
+		}
+		if t.id <= rs.snapEnd {
+			if err := replayWindowTx(t, cells[:t.n], rs); err != nil {
 				return err
 			}
 		} else {
-			// Entries of one tx may repeat an account: verify while
-			// applying, and undo on a bad account or balance.
+			// Entries of one tx may repeat a cell: verify while applying,
+			// and undo on mismatch.
 			for i := 0; i < t.n; i++ {
 				e := t.entry(i)
-				var err error
-				if e.Account >= n {
-					err = fmt.Errorf("tx %d: account %d out of range", t.id, e.Account)
-				} else if cur := rs.bal[e.Account].Load(); true {
-					if nb, ok := addInt64(cur, e.Delta); ok && nb == e.Balance {
-						rs.bal[e.Account].Store(nb)
-						continue
+				cur := rs.bal[cells[i]].Load()
+				nv, ok := addInt64(cur, e.Delta)
+				if !ok || nv != e.Value {
+					for j := i - 1; j >= 0; j-- {
+						rs.bal[cells[j]].Add(-t.entry(j).Delta)
 					}
-					err = fmt.Errorf("tx %d: account %d balance %d%+d recorded as %d", t.id, e.Account, cur, e.Delta, e.Balance)
+					return fmt.Errorf("tx %d: account %d %v %d%+d recorded as %d", t.id, e.Account, e.Column, cur, e.Delta, e.Value)
 				}
-				for j := i - 1; j >= 0; j-- {
-					p := t.entry(j)
-					rs.bal[p.Account].Add(-p.Delta)
-				}
-				return err
+				rs.bal[cells[i]].Store(nv)
 			}
 		}
 		if t.userRef != 0 && t.fail != Duplicate {
@@ -321,50 +363,52 @@ func replayBatch(b *batchReader, t *walTx, rs *recovered) error {
 }
 
 // replayWindowTx applies a transaction inside the loaded snapshot's window
-// by setting each entry's resulting balance. An account's first entry in the
+// by setting each entry's resulting value. A cell's first entry in the
 // window cannot be checked against its chunk value (the chunk may have been
 // read after later entries); it records whether the chunk value was the
-// account's balance before the entry or after it. Later entries check as
+// cell's value before the entry or after it. Later entries check as
 // outside the window, and may match the chunk value too.
-func replayWindowTx(t *walTx, rs *recovered) error {
+func replayWindowTx(t *walTx, cells []uint64, rs *recovered) error {
 	for i := 0; i < t.n; i++ {
 		e := t.entry(i)
-		st, seen := rs.win[e.Account]
+		c := cells[i]
+		st, seen := rs.win[c]
 		if !seen {
-			prev, ok := subInt64(e.Balance, e.Delta)
+			prev, ok := subInt64(e.Value, e.Delta)
 			if !ok {
-				return fmt.Errorf("tx %d: account %d balance %d recorded after delta %+d", t.id, e.Account, e.Balance, e.Delta)
+				return fmt.Errorf("tx %d: account %d %v %d recorded after delta %+d", t.id, e.Account, e.Column, e.Value, e.Delta)
 			}
-			st.chunk = rs.bal[e.Account].Load()
-			st.matched = st.chunk == prev || st.chunk == e.Balance
+			st.chunk = rs.bal[c].Load()
+			st.matched = st.chunk == prev || st.chunk == e.Value
 		} else {
-			cur := rs.bal[e.Account].Load()
-			if nb, ok := addInt64(cur, e.Delta); !ok || nb != e.Balance {
-				return fmt.Errorf("tx %d: account %d balance %d%+d recorded as %d", t.id, e.Account, cur, e.Delta, e.Balance)
+			cur := rs.bal[c].Load()
+			if nv, ok := addInt64(cur, e.Delta); !ok || nv != e.Value {
+				return fmt.Errorf("tx %d: account %d %v %d%+d recorded as %d", t.id, e.Account, e.Column, cur, e.Delta, e.Value)
 			}
-			st.matched = st.matched || st.chunk == e.Balance
+			st.matched = st.matched || st.chunk == e.Value
 		}
-		rs.win[e.Account] = st
-		rs.bal[e.Account].Store(e.Balance)
+		rs.win[c] = st
+		rs.bal[c].Store(e.Value)
 	}
 	return nil
 }
 
 // finishWindow runs once the replay reaches the snapshot's TxEnd: every
-// account touched in the window must have had its chunk value at some point
-// of it, and the balances, now exact, must sum to zero.
+// cell touched in the window must have had its chunk value at some point
+// of it, and the cells, now exact, must sum to zero.
 func finishWindow(rs *recovered) error {
 	key := idKey(prefixSnapshot, rs.snapshot)
-	for a, st := range rs.win {
+	for c, st := range rs.win {
 		if !st.matched {
 			return &CorruptError{Key: key, FirstTx: TxID(rs.snapshot + 1), LastTx: TxID(rs.snapEnd),
-				Reason: fmt.Sprintf("account %d is %d in snapshot %d, never its balance in txs %d..%d", a, st.chunk, rs.snapshot, rs.snapshot+1, rs.snapEnd)}
+				Reason: fmt.Sprintf("account %d %v is %d in snapshot %d, never its value in txs %d..%d",
+					rs.accts.meta[c/cellsPerAccount].id, Column(c%cellsPerAccount), st.chunk, rs.snapshot, rs.snapshot+1, rs.snapEnd)}
 		}
 	}
 	rs.win = nil
-	if sum := sumBalances(rs.bal); sum != 0 {
+	if err := zeroSum(rs.bal); err != nil {
 		return &CorruptError{Key: key, FirstTx: TxID(rs.snapshot + 1), LastTx: TxID(rs.snapEnd),
-			Reason: fmt.Sprintf("balances sum to %d after replaying snapshot %d through tx %d", sum, rs.snapshot, rs.snapEnd)}
+			Reason: fmt.Sprintf("%v after replaying snapshot %d through tx %d", err, rs.snapshot, rs.snapEnd)}
 	}
 	return nil
 }

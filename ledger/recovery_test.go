@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -19,12 +20,7 @@ func captureState(t *testing.T, l *Ledger) ledgerState {
 	t.Helper()
 	x, err := l.Indexes()
 	require.NoError(t, err)
-	s := ledgerState{x: x}
-	for a := range l.cfg.MaxAccounts {
-		b, err := l.Balance(a)
-		require.NoError(t, err)
-		s.bal = append(s.bal, b)
-	}
+	s := ledgerState{x: x, bal: balances(t, l)}
 	for id := TxID(1); id <= x.Committed; id++ {
 		r, err := l.Result(id)
 		require.NoError(t, err)
@@ -33,8 +29,13 @@ func captureState(t *testing.T, l *Ledger) ledgerState {
 	return s
 }
 
+// submitMany submits n deposits and transfers over accounts 1..7, which it
+// creates first if they do not exist.
 func submitMany(t *testing.T, l *Ledger, n int, seed uint64) TxID {
 	t.Helper()
+	if _, err := l.Lookup(1); errors.Is(err, ErrAccountNotFound) {
+		createAccounts(t, l, 8)
+	}
 	var last TxID
 	for i := range n {
 		var op Op = Deposit{Account: 1 + (seed+uint64(i))%7, Amount: 1 + uint64(i)%13, UserRef: seed*1_000_000 + uint64(i)}
@@ -60,14 +61,14 @@ func TestReopenIdentical(t *testing.T) {
 	l, err = Open(cfg)
 	require.NoError(t, err)
 	defer l.Close()
-	require.Equal(t, uint64(500), l.recovered.replayed)
+	require.Equal(t, uint64(7+500), l.recovered.replayed, "7 accounts, 500 ops")
 	require.Equal(t, before, captureState(t, l))
 	// Idempotency survives the restart.
 	r, err := l.SubmitAndWait(context.Background(), Deposit{Account: 3, Amount: 9, UserRef: 1_000_000 + 42}, Committed)
 	require.NoError(t, err)
 	require.Equal(t, Duplicate, r.Fail)
-	require.Equal(t, TxID(43), r.DupOf)
-	require.Equal(t, TxID(501), r.ID)
+	require.Equal(t, TxID(7+43), r.DupOf)
+	require.Equal(t, TxID(7+501), r.ID)
 }
 
 func TestReopenSnapshotPlusWAL(t *testing.T) {
@@ -85,15 +86,15 @@ func TestReopenSnapshotPlusWAL(t *testing.T) {
 	require.Positive(t, rec.snapshot)
 	// Usually <= 1000, but a snapshot skipped while the previous one was
 	// still being written is taken at a later batch, possibly the last.
-	require.LessOrEqual(t, rec.snapshot, uint64(1050))
-	require.Equal(t, 1050-rec.snapshot, rec.replayed)
+	require.LessOrEqual(t, rec.snapshot, uint64(7+1050))
+	require.Equal(t, 7+1050-rec.snapshot, rec.replayed)
 	require.Equal(t, before, captureState(t, l))
 	// A ref first used before the snapshot, and one after it.
 	for _, i := range []uint64{9, 999} {
 		r, err := l.SubmitAndWait(context.Background(), Deposit{Account: 2, Amount: 1, UserRef: 1_000_000 + i}, Computed)
 		require.NoError(t, err)
 		require.Equal(t, Duplicate, r.Fail, "ref %d", i)
-		require.Equal(t, TxID(i+1), r.DupOf)
+		require.Equal(t, TxID(7+i+1), r.DupOf)
 	}
 	require.NoError(t, l.Close())
 }
@@ -171,9 +172,10 @@ func TestInconsistentBalanceRefusesToOpen(t *testing.T) {
 	fillLedger(t, cfg, 40)
 	b := walBatches(t, cfg.Dir)[2]
 	patchBatch(t, b, func(batch []byte) {
-		// The first tx is a deposit with a UserRef: header, ref, then its
-		// system-account entry, whose resulting balance is at 24+16+16.
-		binary.LittleEndian.PutUint64(batch[56:], binary.LittleEndian.Uint64(batch[56:])+1)
+		// The resulting value of the first entry in the batch, 17 bytes
+		// into the entry.
+		at := firstEntryOffset(t, batch) + 17
+		binary.LittleEndian.PutUint64(batch[at:], binary.LittleEndian.Uint64(batch[at:])+1)
 		resealBatch(batch)
 	})
 	before := dirDigest(t, cfg.Dir)
@@ -222,4 +224,20 @@ func TestOtherFormatVersionRefused(t *testing.T) {
 	_, err = Open(cfg)
 	require.ErrorIs(t, err, ErrIncompatible)
 	require.Contains(t, err.Error(), "format version")
+}
+
+// firstEntryOffset is the offset in batch of its first entry.
+func firstEntryOffset(t *testing.T, batch []byte) int {
+	t.Helper()
+	b, err := openBatch(batch)
+	require.NoError(t, err)
+	var tx walTx
+	for {
+		ok, err := b.next(&tx)
+		require.NoError(t, err)
+		require.True(t, ok, "no entry in the batch")
+		if tx.n > 0 {
+			return cap(batch) - cap(tx.raw)
+		}
+	}
 }

@@ -4,30 +4,67 @@ package ledger
 // means it succeeded.
 type FailReason uint8
 
-// Fail reasons, as stored in the WAL.
+// Fail reasons, as stored in the WAL. Each has one snake_case name (String).
 const (
 	OK FailReason = iota
-	// InsufficientFunds: a debit would leave a non-system balance negative.
-	InsufficientFunds
-	// AccountNotFound is reserved: account ids are dense and every id below
-	// MaxAccounts exists; ids out of range are refused at submit.
+	// ExceedsCredits: the debit account has DebitsMustNotExceedCredits and
+	// the transfer would take debits_pending + debits_posted above
+	// credits_posted; or a NoNegative composite would leave a non-system
+	// account's posted balance negative.
+	ExceedsCredits
+	// AccountNotFound: the op names an account that was never created.
 	AccountNotFound
 	// ZeroSumViolation: a Composite's deltas do not sum to zero.
 	ZeroSumViolation
 	// EntryLimitExceeded: a Composite has more legs than Config.MaxEntries.
 	EntryLimitExceeded
-	// BalanceOverflow: a balance would leave the int64 range.
-	BalanceOverflow
+	// OverflowsDebitsPosted: debits_posted would exceed 2^63-1.
+	OverflowsDebitsPosted
+	// OverflowsCreditsPosted: credits_posted would exceed 2^63-1.
+	OverflowsCreditsPosted
 	// Duplicate: the UserRef was seen within the dedup window; Result.DupOf
 	// names the original transaction.
 	Duplicate
+	// ExceedsDebits: the credit account has CreditsMustNotExceedDebits and
+	// the transfer would take credits_pending + credits_posted above
+	// debits_posted.
+	ExceedsDebits
+	// Exists: CreateAccount of an id that exists with the same fields.
+	Exists
+	// ExistsWithDifferentFlags, ...UserData, ...Ledger, ...Code:
+	// CreateAccount of an id that exists with other fields (checked in
+	// this order).
+	ExistsWithDifferentFlags
+	ExistsWithDifferentUserData
+	ExistsWithDifferentLedger
+	ExistsWithDifferentCode
+	// AccountsLimitReached: CreateAccount when Config.MaxAccounts accounts
+	// (the system account included) exist.
+	AccountsLimitReached
+	// AccountsMustHaveSameLedger: a transfer or composite between accounts
+	// of different ledgers (the system account belongs to every ledger).
+	AccountsMustHaveSameLedger
+	// LinkedEventFailed: another member of the op's linked chain failed;
+	// nothing of the chain applied.
+	LinkedEventFailed
+	// LinkedEventChainOpen: the op's batch ended inside its linked chain
+	// (its last op was linked); nothing of the chain applied.
+	LinkedEventChainOpen
+	// DebitAccountAlreadyClosed, CreditAccountAlreadyClosed: the account
+	// the op debits (credits) has the Closed flag.
+	DebitAccountAlreadyClosed
+	CreditAccountAlreadyClosed
 	numFailReasons
 )
 
 // failNames are the reasons' one spelling (snake_case) in HTTP, the
 // binary protocol's docs, dump and metric labels.
-var failNames = [...]string{"ok", "insufficient_funds", "account_not_found", "zero_sum_violation",
-	"entry_limit_exceeded", "balance_overflow", "duplicate"}
+var failNames = [...]string{"ok", "exceeds_credits", "account_not_found", "zero_sum_violation",
+	"entry_limit_exceeded", "overflows_debits_posted", "overflows_credits_posted", "duplicate",
+	"exceeds_debits", "exists", "exists_with_different_flags", "exists_with_different_user_data",
+	"exists_with_different_ledger", "exists_with_different_code", "accounts_limit_reached",
+	"accounts_must_have_same_ledger", "linked_event_failed", "linked_event_chain_open",
+	"debit_account_already_closed", "credit_account_already_closed"}
 
 // String returns the reason's snake_case name.
 func (f FailReason) String() string {
@@ -37,11 +74,27 @@ func (f FailReason) String() string {
 	return "invalid"
 }
 
-// Entry is one immutable balance movement of a transaction.
+// FailReasonByName returns the reason whose String is s.
+func FailReasonByName(s string) (FailReason, bool) {
+	for f := OK; f < numFailReasons; f++ {
+		if failNames[f] == s {
+			return f, true
+		}
+	}
+	return 0, false
+}
+
+// NumFailReasons is the number of fail reasons, OK included: they are
+// 0 .. NumFailReasons-1.
+const NumFailReasons = int(numFailReasons)
+
+// Entry is one immutable movement of a transaction: Column of Account
+// changed by Delta (negative when a held amount is released) to Value.
 type Entry struct {
 	Account uint64
 	Delta   int64
-	Balance int64 // the account's balance after this entry
+	Value   int64 // the column after this entry, 0 .. 2^63-1
+	Column  Column
 }
 
 // Result is the outcome of a transaction as the Transactor computed it.
@@ -53,11 +106,29 @@ type Result struct {
 	DupOf     TxID  // original transaction when Fail == Duplicate
 	Timestamp int64 // Unix nanoseconds, taken by the Transactor
 	Entries   []Entry
+	// Account is the account a CreateAccount named (created, or found
+	// existing), with zero columns; nil for other kinds.
+	Account *Account
+}
+
+// cellEntry is an Entry as the Transactor makes it: with the index of the
+// column's cell in the balances, which the Snapshotter stores into.
+type cellEntry struct {
+	acct  uint64
+	delta int64
+	value int64
+	cell  uint32 // accounts < 2^28, 4 cells each
+	col   Column
+}
+
+func (e *cellEntry) public() Entry {
+	return Entry{Account: e.acct, Delta: e.delta, Value: e.value, Column: e.col}
 }
 
 // txRecord is a computed transaction as it travels the Transactor -> WAL ->
 // Snapshotter rings. Deposits, withdrawals and transfers keep their two
-// entries inline; only composites allocate.
+// entries inline; only composites allocate. A CreateAccount keeps its
+// account in the inline space (see setAccount).
 type txRecord struct {
 	id      uint64
 	userRef uint64
@@ -66,24 +137,50 @@ type txRecord struct {
 	kind    Kind
 	fail    FailReason
 	n       uint16 // entry count
-	inline  [2]Entry
-	extra   []Entry // composites: all entries
+	inline  [2]cellEntry
+	extra   []cellEntry // composites: all entries
 	// w, if non-nil, is delivered by the stage that reaches wlevel. Other
 	// stages must not touch w: once delivered it may be reused.
 	w      *opWaiter
 	wlevel Level
 }
 
-func (r *txRecord) entries() []Entry {
+func (r *txRecord) entries() []cellEntry {
 	if r.extra != nil {
 		return r.extra
 	}
 	return r.inline[:r.n]
 }
 
+// setAccount stores a CreateAccount's account in the inline entry space,
+// which that kind never uses for entries: the ring slots stay as small as
+// they were.
+func (r *txRecord) setAccount(m acctMeta) {
+	r.inline[0] = cellEntry{acct: m.id, delta: int64(m.userData[0]), value: int64(m.userData[1]), cell: m.ledger}
+	r.inline[1] = cellEntry{acct: uint64(m.code) | uint64(m.flags)<<16}
+}
+
+func (r *txRecord) account() acctMeta {
+	return acctMeta{id: r.inline[0].acct, userData: [2]uint64{uint64(r.inline[0].delta), uint64(r.inline[0].value)},
+		ledger: r.inline[0].cell, code: uint16(r.inline[1].acct), flags: AccountFlags(r.inline[1].acct >> 16)}
+}
+
 func (r *txRecord) result() Result {
-	return Result{
-		ID: TxID(r.id), Kind: r.kind, Fail: r.fail, UserRef: r.userRef, DupOf: TxID(r.dupOf),
-		Timestamp: r.ts, Entries: append([]Entry(nil), r.entries()...),
+	res := Result{ID: TxID(r.id), Kind: r.kind, Fail: r.fail, UserRef: r.userRef, DupOf: TxID(r.dupOf), Timestamp: r.ts}
+	if r.kind == KindCreateAccount {
+		a := r.account().public()
+		res.Account = &a
+		return res
 	}
+	if es := r.entries(); len(es) > 0 {
+		res.Entries = make([]Entry, len(es))
+		for i := range es {
+			res.Entries[i] = es[i].public()
+		}
+	}
+	return res
+}
+
+func (m acctMeta) public() Account {
+	return Account{ID: m.id, Ledger: m.ledger, Code: m.code, Flags: m.flags, UserData: m.userData}
 }

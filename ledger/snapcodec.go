@@ -98,3 +98,41 @@ func decodeRefsChunk(val []byte) ([]refEntry, error) {
 	}
 	return refs, nil
 }
+
+// acctChunkBase is the chunk number of a snapshot's first accounts chunk;
+// chunk acctChunkBase+i holds slots 1+i*snapChunkAccounts on.
+const acctChunkBase = 1 << 31
+
+// accounts chunk layout: u64 first slot, u32 count, count x 32-byte account
+// (the WAL's create_account layout).
+func encodeAccountChunk(dst []byte, first uint64, meta []acctMeta) []byte {
+	dst = dst[:0]
+	dst = binary.LittleEndian.AppendUint64(dst, first)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(meta)))
+	for _, m := range meta {
+		dst = appendAccount(dst, m)
+	}
+	return sealRecord(dst)
+}
+
+// decodeAccountChunk checks a chunk against the slot it must start at and
+// the number it must hold, and calls put for each account in slot order.
+func decodeAccountChunk(val []byte, wantFirst, wantCount uint64, put func(acctMeta) error) error {
+	b, err := openRecord(val)
+	if err != nil {
+		return err
+	}
+	if len(b) < 12 {
+		return fmt.Errorf("accounts chunk of %d bytes", len(b))
+	}
+	first, n := binary.LittleEndian.Uint64(b), uint64(binary.LittleEndian.Uint32(b[8:]))
+	if first != wantFirst || n != wantCount || uint64(len(b)-12) != accountLen*n {
+		return fmt.Errorf("accounts chunk header first=%d count=%d, want first=%d count=%d", first, n, wantFirst, wantCount)
+	}
+	for i := uint64(0); i < n; i++ {
+		if err := put(decodeAccount(b[12+accountLen*i:])); err != nil {
+			return err
+		}
+	}
+	return nil
+}

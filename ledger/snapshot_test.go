@@ -230,6 +230,10 @@ func TestStats(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	ops := []Op{
+		CreateAccount{ID: 1, Ledger: 1, Flags: DebitsMustNotExceedCredits},
+		CreateAccount{ID: 2, Ledger: 1, Flags: DebitsMustNotExceedCredits},
+		CreateAccount{ID: 3, Ledger: 1, Flags: DebitsMustNotExceedCredits},
+		CreateAccount{ID: 5, Ledger: 1, Flags: DebitsMustNotExceedCredits},
 		Deposit{Account: 1, Amount: 100, UserRef: 9},
 		Deposit{Account: 1, Amount: 100, UserRef: 9},                            // duplicate
 		Withdrawal{Account: 2, Amount: 1},                                       // insufficient funds
@@ -242,18 +246,19 @@ func TestStats(t *testing.T) {
 	require.NoError(t, l.Wait(ctx, last, Snapshot))
 
 	st := l.Stats()
-	assert.Equal(t, Indexes{Sequenced: 6, Computed: 6, Committed: 6, Snapshot: 6}, st.Indexes)
+	assert.Equal(t, Indexes{Sequenced: 10, Computed: 10, Committed: 10, Snapshot: 10}, st.Indexes)
 	assert.Equal(t, TxID(0), st.Recovered)
-	assert.Equal(t, uint64(6), st.Submitted)
-	assert.Equal(t, uint64(6), st.Committed)
+	assert.Equal(t, uint64(10), st.Submitted)
+	assert.Equal(t, uint64(10), st.Committed)
+	assert.Equal(t, uint64(4), st.Outcomes[KindCreateAccount][OK])
 	assert.Equal(t, uint64(1), st.Outcomes[KindDeposit][OK])
 	assert.Equal(t, uint64(1), st.Outcomes[KindDeposit][Duplicate])
-	assert.Equal(t, uint64(1), st.Outcomes[KindWithdrawal][InsufficientFunds])
+	assert.Equal(t, uint64(1), st.Outcomes[KindWithdrawal][ExceedsCredits])
 	assert.Equal(t, uint64(1), st.Outcomes[KindTransfer][OK])
-	assert.Equal(t, uint64(1), st.Outcomes[KindTransfer][InsufficientFunds])
+	assert.Equal(t, uint64(1), st.Outcomes[KindTransfer][ExceedsCredits])
 	assert.Equal(t, uint64(1), st.Outcomes[KindComposite][ZeroSumViolation])
-	assert.Equal(t, uint64(2), st.Fails(InsufficientFunds))
-	assert.Equal(t, uint64(2), st.Fails(OK))
+	assert.Equal(t, uint64(2), st.Fails(ExceedsCredits))
+	assert.Equal(t, uint64(6), st.Fails(OK))
 	assert.Equal(t, uint64(0), st.Fails(FailReason(200)))
 	var sum uint64
 	for k := range st.Outcomes {
@@ -261,9 +266,9 @@ func TestStats(t *testing.T) {
 			sum += n
 		}
 	}
-	assert.Equal(t, uint64(6), sum)
+	assert.Equal(t, uint64(10), sum)
 	assert.Positive(t, st.WALBatches)
-	assert.LessOrEqual(t, st.WALBatches, uint64(6))
+	assert.LessOrEqual(t, st.WALBatches, uint64(10))
 	assert.Greater(t, st.WALBytes, uint64(2*56), "at least the two successful transfers and deposits")
 	assert.Positive(t, st.WALSyncTime)
 	assert.Equal(t, st.WALBatches, st.Syncs)
@@ -281,14 +286,14 @@ func TestStats(t *testing.T) {
 	st = l.Stats()
 	assert.True(t, st.Closed)
 	assert.True(t, st.Pressure.Closed)
-	assert.Equal(t, uint64(6), st.Committed, "final values after Close")
+	assert.Equal(t, uint64(10), st.Committed, "final values after Close")
 
 	l2, err := Open(cfg)
 	require.NoError(t, err)
 	defer l2.Close()
 	st = l2.Stats()
-	assert.Equal(t, TxID(6), st.Recovered)
-	assert.Equal(t, TxID(6), st.SnapshotTx)
+	assert.Equal(t, TxID(10), st.Recovered)
+	assert.Equal(t, TxID(10), st.SnapshotTx)
 	assert.Zero(t, st.Submitted)
 	assert.Zero(t, st.WALBatches)
 	assert.Zero(t, st.Fails(OK))

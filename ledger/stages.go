@@ -84,21 +84,23 @@ const (
 
 // runTransactor is the single writer of the working balances (the overlay
 // over the readable balances, see overlay.go).
+//
+// A linked chain runs whole inside one iteration: if its members are not
+// all popped yet, the iteration ends before it and the next pops more; if
+// they do not fit the output ring's contiguous room, the chain runs into a
+// scratch buffer and is pushed across the ring's wrap (publishChain).
 func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 	defer l.wg.Done()
 	defer func() { l.txDone.Store(true); l.pm.Wake() }()
-	reqs := make([]request, min(transactorRun, l.cfg.RingSize))
+	reqs := make([]request, min(transactorRun, l.seq.Cap())) // a chain (at most a batch) fits
+	scratch := make([]txRecord, min(MaxChain, len(reqs)))
 	next := l.base
 	var cnt outcomeCounts // this run's outcomes, added to l.outcomes once per run
 	var bo, obo backoff
-	off, pend := 0, 0 // reqs[off:off+pend] were popped but did not fit the overlay
+	off, have := 0, 0 // reqs[off:off+have] were popped and not executed yet
 	snapshot := l.snapshot.Load
 	for {
-		want := len(reqs)
-		if pend > 0 {
-			want = pend
-		}
-		out := l.toWAL.Reserve(want)
+		out := l.toWAL.Reserve(len(reqs))
 		if len(out) == 0 { // back pressure: the WAL is behind
 			if l.halted() {
 				return
@@ -107,21 +109,32 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 			continue
 		}
 		bo = backoff{}
-		n := pend
-		if pend == 0 {
-			off = 0
-			_, n = l.seq.TryPopN(reqs[:len(out)])
-			if n == 0 {
-				if l.stopping.Load() && l.seq.Len() == 0 {
-					return
-				}
-				if l.halted() || !st.OnEmpty() {
-					return
-				}
-				continue
-			}
+		// Pop more when out has room for more, or when the chain at the
+		// head is not all popped (out may be short only because the ring
+		// wraps: the chain then goes through publishChain).
+		bound := len(out)
+		if have < len(reqs) && headChainOpen(reqs[off:off+have]) {
+			bound = len(reqs)
 		}
-		n = min(n, len(out))
+		if have < bound {
+			if have > 0 && off > 0 {
+				copy(reqs, reqs[off:off+have])
+				clear(reqs[have : off+have])
+			}
+			off = 0
+			_, m := l.seq.TryPopN(reqs[have:bound])
+			have += m
+		}
+		if have == 0 {
+			if l.stopping.Load() && l.seq.Len() == 0 {
+				return
+			}
+			if l.halted() || !st.OnEmpty() {
+				return
+			}
+			continue
+		}
+		n := min(have, len(out))
 		st.OnWork()
 		if next-1-x.ov.lastSweep >= overlayForcedSweep {
 			x.ov.sweep(snapshot())
@@ -129,31 +142,70 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 		ts := l.now()
 		x.dedup.startRun(next, ts)
 		k := 0
-		for ; k < n; k++ {
+		wait := false // a chain's members are not all popped yet
+		for k < n {
 			if k%touchAhead == 0 {
 				x.touch(reqs[off+k : off+min(k+touchAhead, n)])
 			}
 			r := &reqs[off+k]
+			if r.linked && !r.chainOpen {
+				c := chainLen(reqs[off+k : off+have])
+				if c == 0 {
+					wait = k == 0
+					break
+				}
+				if !x.ov.room(x.chainBound(reqs[off+k:off+k+c]), snapshot, next+uint64(k)-1) {
+					break
+				}
+				if k+c > n { // no contiguous room for it in out
+					if k > 0 {
+						break // publish what ran first
+					}
+					if !l.publishChain(x, reqs[off:off+c], next, ts, scratch[:c], &cnt) {
+						return
+					}
+					next += uint64(c)
+					off, have = off+c, have-c
+					k = -1 // published already
+					break
+				}
+				x.executeChain(reqs[off+k:off+k+c], next+uint64(k), ts, out[k:k+c])
+				for i := k; i < k+c; i++ {
+					cnt[out[i].kind][out[i].fail]++
+					reqs[off+i] = request{}
+				}
+				k += c
+				continue
+			}
 			if !x.ov.room(x.entriesBound(r), snapshot, next+uint64(k)-1) {
 				break // publish what ran; the rest waits for the Snapshotter
 			}
 			x.execute(r, next+uint64(k), ts, &out[k])
 			cnt[out[k].kind][out[k].fail]++
 			*r = request{} // drop references to legs and waiters
+			k++
 		}
 		if x.dedup.idx != nil && x.dedup.idx.expired != l.dedupExpired.Load() { // the only writer
 			l.dedupExpired.Store(x.dedup.idx.expired)
 		}
-		if pend > 0 {
-			pend -= k
-		} else {
-			pend = n - k
-		}
-		off += k
 		if x.ov.sweeps != l.ovSweeps.Load() { // this goroutine is its only writer
 			l.ovSweeps.Store(x.ov.sweeps)
 		}
-		if k == 0 { // the overlay is full of unapplied transactions
+		if k < 0 { // a chain went through publishChain
+			obo = backoff{}
+			continue
+		}
+		have -= k
+		off += k
+		if k == 0 {
+			if wait { // the rest of a chain is on its way (TryPushN publishes slot by slot)
+				if l.halted() {
+					return
+				}
+				bo.wait()
+				continue
+			}
+			// the overlay is full of unapplied transactions
 			l.ovWaits.Add(1)
 			if l.halted() {
 				return
@@ -163,21 +215,76 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 		}
 		obo = backoff{}
 		next += uint64(k)
-		l.addOutcomes(&cnt) // before Computed: Stats sees counts >= the index
-		l.computed.Store(next - 1)
-		l.waits[Computed].release(TxID(next - 1))
-		// Deliver before Commit: once committed, the records belong to
-		// the WAL stage, whose Advance clears the slots, so reading a
-		// record's waiter after Commit could find it zeroed and lose the
-		// delivery (seen as a SubmitAndWait(Computed) that never returned).
-		l.deliver(out[:k], Computed)
-		l.toWAL.Commit(k)
-		l.walStage.Wake()
+		l.publish(out[:k], next-1, &cnt)
 	}
 }
 
+// publish makes the records out, the last of them tx last, Computed and
+// hands them to the WAL stage.
+func (l *Ledger) publish(out []txRecord, last uint64, cnt *outcomeCounts) {
+	l.addOutcomes(cnt) // before Computed: Stats sees counts >= the index
+	l.computed.Store(last)
+	l.waits[Computed].release(TxID(last))
+	// Deliver before Commit: once committed, the records belong to the WAL
+	// stage, whose Advance clears the slots, so reading a record's waiter
+	// after Commit could find it zeroed and lose the delivery (seen as a
+	// SubmitAndWait(Computed) that never returned).
+	l.deliver(out, Computed)
+	l.toWAL.Commit(len(out))
+	l.walStage.Wake()
+}
+
+// publishChain runs the chain reqs as transactions first.. into scratch and
+// pushes it to the WAL ring in as many pieces as the ring's wrap takes. It
+// returns false if the ledger halted meanwhile.
+func (l *Ledger) publishChain(x *executor, reqs []request, first uint64, ts int64, scratch []txRecord, cnt *outcomeCounts) bool {
+	x.executeChain(reqs, first, ts, scratch)
+	for i := range scratch {
+		cnt[scratch[i].kind][scratch[i].fail]++
+		reqs[i] = request{}
+	}
+	last := first + uint64(len(scratch)) - 1
+	l.addOutcomes(cnt)
+	l.computed.Store(last)
+	l.waits[Computed].release(TxID(last))
+	l.deliver(scratch, Computed) // scratch is ours: the WAL stage gets copies
+	var bo backoff
+	for rest := scratch; len(rest) > 0; {
+		k := l.toWAL.TryPushN(rest)
+		if k > 0 {
+			rest = rest[k:]
+			l.walStage.Wake()
+			continue
+		}
+		if l.halted() {
+			return false
+		}
+		bo.wait()
+	}
+	clear(scratch)
+	return true
+}
+
+// headChainOpen reports whether reqs starts with a linked chain whose last
+// member is not in reqs.
+func headChainOpen(reqs []request) bool {
+	return len(reqs) > 0 && reqs[0].linked && !reqs[0].chainOpen && chainLen(reqs) == 0
+}
+
+// chainLen returns the number of requests of the linked chain that starts
+// reqs (every member linked but its last), or 0 if its last member is not
+// in reqs.
+func chainLen(reqs []request) int {
+	for i := range reqs {
+		if !reqs[i].linked {
+			return i + 1
+		}
+	}
+	return 0
+}
+
 // outcomeCounts counts transactions by kind and fail reason.
-type outcomeCounts [KindComposite + 1][numFailReasons]uint32
+type outcomeCounts [numKinds][numFailReasons]uint32
 
 // addOutcomes adds the Transactor's counts of one run to the shared
 // counters and clears them: a handful of atomic adds per run of up to
@@ -275,13 +382,14 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 	if l.cfg.DedupRetention > 0 {
 		run = &refRun{}
 	}
+	accounts := l.visible.Load()
 	for {
 		recs := l.toSnap.PeekN(snapshotterRun)
 		if len(recs) == 0 {
 			// A requested snapshot of an idle ledger: everything asked
 			// for is applied. Checked before the exit test, so a request
 			// made before Close is still served while the pipeline drains.
-			if want := l.snapWant.Load(); want > lastSnap && applied >= want && l.takeSnapshot(applied, appliedTs, &refs) {
+			if want := l.snapWant.Load(); want > lastSnap && applied >= want && l.takeSnapshot(applied, appliedTs, accounts, &refs) {
 				lastSnap = applied
 				continue
 			}
@@ -303,7 +411,10 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 			// The resulting balance is stored, not added: a single atomic
 			// store per entry, and readers never see a torn value.
 			for _, e := range r.entries() {
-				l.readable[e.Account].Store(e.Balance)
+				l.readable[e.cell].Store(e.value)
+			}
+			if r.kind == KindCreateAccount && r.fail == OK {
+				accounts++
 			}
 			if r.userRef != 0 && r.fail != Duplicate {
 				refs.trim(r.id, nil)
@@ -321,6 +432,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 			}
 		}
 		applied, appliedTs = last, recs[len(recs)-1].ts
+		l.visible.Store(accounts) // before Snapshot: a reader seeing the index sees the accounts
 		l.snapshot.Store(last)
 		l.waits[Snapshot].release(TxID(last))
 		l.deliver(recs, Snapshot)
@@ -331,7 +443,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		}
 		// If the previous snapshot is still being written, takeSnapshot
 		// skips and the next batch (or idle iteration) tries again.
-		if due && l.takeSnapshot(last, appliedTs, &refs) {
+		if due && l.takeSnapshot(last, appliedTs, accounts, &refs) {
 			lastSnap = last
 		}
 	}
@@ -343,13 +455,13 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 // previous one. Nothing is
 // copied: the persister reads the readable balances while the Snapshotter
 // goes on applying (a fuzzy snapshot, see recoverState).
-func (l *Ledger) takeSnapshot(at uint64, ts int64, refs *refWindow) bool {
+func (l *Ledger) takeSnapshot(at uint64, ts int64, accounts uint64, refs *refWindow) bool {
 	s := l.spare.Swap(nil)
 	if s == nil {
 		return false
 	}
 	refs.trim(at+1, nil)
-	s.txID, s.ts, s.refs = at, ts, refs.entries()
+	s.txID, s.ts, s.refs, s.accounts = at, ts, refs.entries(), accounts
 	l.persistCh <- s
 	return true
 }
@@ -368,7 +480,7 @@ func (l *Ledger) runPersister() {
 		if h := l.snapHook.Load(); h != nil {
 			hook = *h
 		}
-		buf, err = writeSnapshot(l.db, &l.cfg, s, l.readable, l.applying.Load, hook, buf)
+		buf, err = writeSnapshot(l.db, &l.cfg, s, l.readable, l.accts.meta, l.applying.Load, hook, buf)
 		if err == nil && l.cfg.WALRetention >= 0 && s.txID > uint64(l.cfg.WALRetention) {
 			// Whole segments below the snapshot minus the retention go.
 			_, err = l.wal.RemoveBelow(s.txID - uint64(l.cfg.WALRetention) + 1)

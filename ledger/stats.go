@@ -32,7 +32,7 @@ type Stats struct {
 	// Transactor adds a run's counts before it advances Computed, so their
 	// sum is at least Indexes.Computed - Recovered. Use Fails for one
 	// reason over all kinds.
-	Outcomes [KindComposite + 1][Duplicate + 1]uint64
+	Outcomes [numKinds][numFailReasons]uint64
 	// WALBatches is the number of WAL group commits written since Open:
 	// each is one record of the ledger's own log, fdatasynced, counted
 	// once the sync returned.

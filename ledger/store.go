@@ -79,7 +79,7 @@ func checkMeta(db *pebble.DB, cfg *Config) (*meta, error) {
 		return nil, fmt.Errorf("ledger: read meta: %w", err)
 	}
 	closer.Close()
-	m, err := readMeta(db)
+	m, err := readMeta(db, cfg.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -107,9 +107,10 @@ func prefixIter(db *pebble.DB, p byte) (*pebble.Iterator, error) {
 // balances are not copied: the persister reads them from the readable
 // balances while the Snapshotter keeps applying.
 type snapshotData struct {
-	txID uint64
-	ts   int64 // timestamp of transaction txID; 0 if unknown
-	refs []refEntry
+	txID     uint64
+	ts       int64 // timestamp of transaction txID; 0 if unknown
+	refs     []refEntry
+	accounts uint64 // slots in use after txID, the system account's included
 }
 
 // writeSnapshot persists a fuzzy snapshot of bal, started after transaction
@@ -126,7 +127,17 @@ type snapshotData struct {
 // The manifest goes last, with Sync: pebble's log is sequential, so when that
 // sync returns every chunk is durable too. A crash before it leaves chunks
 // without a manifest, which recovery ignores and prune later deletes.
-func writeSnapshot(db *pebble.DB, cfg *Config, s *snapshotData, bal []atomic.Int64, end func() uint64, hook func(chunk uint32), buf []byte) ([]byte, error) {
+//
+// The accounts as of s.txID (slots 1 .. s.accounts-1, immutable once
+// created) are written first, in chunks of their own.
+func writeSnapshot(db *pebble.DB, cfg *Config, s *snapshotData, bal []atomic.Int64, meta []acctMeta, end func() uint64, hook func(chunk uint32), buf []byte) ([]byte, error) {
+	for i, lo := uint32(0), uint64(1); lo < s.accounts; i, lo = i+1, lo+snapChunkAccounts {
+		hi := min(lo+snapChunkAccounts, s.accounts)
+		buf = encodeAccountChunk(buf, lo, meta[lo:hi])
+		if err := db.Set(chunkKey(s.txID, acctChunkBase+i), buf, pebble.NoSync); err != nil {
+			return buf, fmt.Errorf("ledger: write snapshot %d: %w", s.txID, err)
+		}
+	}
 	n := (uint64(len(bal)) + snapChunkAccounts - 1) / snapChunkAccounts
 	for i := uint64(0); i < n; i++ {
 		lo, hi := i*snapChunkAccounts, min((i+1)*snapChunkAccounts, uint64(len(bal)))
@@ -145,7 +156,7 @@ func writeSnapshot(db *pebble.DB, cfg *Config, s *snapshotData, bal []atomic.Int
 		return buf, err
 	}
 	man, err := encodeMsgpack(manifest{
-		FormatVersion: manifestVersion, TxID: s.txID, TxEnd: s1, MaxAccounts: uint64(len(bal)),
+		FormatVersion: manifestVersion, TxID: s.txID, TxEnd: s1, MaxAccounts: uint64(len(meta)), Accounts: s.accounts,
 		ChunkAccounts: snapChunkAccounts, Chunks: uint32(n), DedupWindow: cfg.DedupWindow,
 		Refs: uint64(len(s.refs)), CreatedUnixNs: time.Now().UnixNano(),
 	})

@@ -87,7 +87,7 @@ func truncateDir(fs vfs.FS, dir string, after uint64) (*truncation, error) {
 			ro.Close()
 		}
 	}()
-	m, err := readMeta(ro)
+	m, err := readMeta(ro, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func truncateDir(fs vfs.FS, dir string, after uint64) (*truncation, error) {
 		if !ok {
 			continue
 		}
-		info, err := readSnapshot(ro, m.MaxAccounts, id, it.Value(), func(uint64, []byte) {})
+		info, err := readSnapshot(ro, m.MaxAccounts, id, it.Value(), func(uint64, []byte) {}, func(acctMeta) error { return nil })
 		end := id
 		if err == nil {
 			end = info.end
@@ -353,14 +353,17 @@ func cutBatch(dst, p []byte, after uint64) ([]byte, error) {
 			break
 		}
 		r := txRecord{id: t.id, userRef: t.userRef, dupOf: t.dupOf, ts: t.ts, kind: t.kind, fail: t.fail, n: uint16(t.n)}
-		if t.n > len(r.inline) || t.kind == KindComposite {
-			r.extra = make([]Entry, t.n)
+		switch {
+		case t.kind == KindCreateAccount:
+			r.setAccount(t.acct)
+		case t.n > len(r.inline) || t.kind == KindComposite:
+			r.extra = make([]cellEntry, t.n)
 			for i := range r.extra {
-				r.extra[i] = t.entry(i)
+				r.extra[i] = toCellEntry(t.entry(i))
 			}
-		} else {
+		default:
 			for i := 0; i < t.n; i++ {
-				r.inline[i] = t.entry(i)
+				r.inline[i] = toCellEntry(t.entry(i))
 			}
 		}
 		recs = append(recs, r)
@@ -383,4 +386,9 @@ func syncDir(fs vfs.FS, dir string) error {
 		return fmt.Errorf("ledger: recover: %w", err)
 	}
 	return errors.Join(d.Sync(), d.Close())
+}
+
+// toCellEntry is e as the encoder takes it (the cell is not encoded).
+func toCellEntry(e Entry) cellEntry {
+	return cellEntry{acct: e.Account, delta: e.Delta, value: e.Value, col: e.Column}
 }

@@ -10,20 +10,34 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// walBalancesUpTo replays the WAL of the undamaged directory dir up to tx after.
+// walBalancesUpTo replays the WAL of the undamaged directory dir up to tx
+// after: each account's posted balance, noAccount for one not created.
 func walBalancesUpTo(t *testing.T, cfg Config, after uint64) []int64 {
 	t.Helper()
-	bal := make([]int64, cfg.MaxAccounts)
+	cols := make([][numColumns]int64, cfg.MaxAccounts)
+	exists := make([]bool, cfg.MaxAccounts)
+	exists[SystemAccount] = true
 	_, err := scanWAL(&cfg, 1, func(tx *walTx) error {
-		if tx.id <= after {
-			for i := 0; i < tx.n; i++ {
-				e := tx.entry(i)
-				bal[e.Account] = e.Balance
-			}
+		if tx.id > after {
+			return nil
+		}
+		if tx.kind == KindCreateAccount && tx.fail == OK {
+			exists[tx.acct.id] = true
+		}
+		for i := 0; i < tx.n; i++ {
+			e := tx.entry(i)
+			cols[e.Account][e.Column] = e.Value
 		}
 		return nil
 	})
 	require.NoError(t, err)
+	bal := make([]int64, cfg.MaxAccounts)
+	for a := range bal {
+		bal[a] = cols[a][CreditsPosted] - cols[a][DebitsPosted]
+		if !exists[a] {
+			bal[a] = noAccount
+		}
+	}
 	return bal
 }
 

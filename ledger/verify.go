@@ -66,7 +66,9 @@ func verifyDir(fs vfs.FS, dir string) (*verifyReport, error) {
 		return nil, err
 	}
 	defer db.Close()
-	v := &verifier{rep: &verifyReport{MaxAccounts: m.MaxAccounts}, bal: make([]int64, m.MaxAccounts), known: make([]bool, m.MaxAccounts)}
+	cells := cellsPerAccount * m.MaxAccounts
+	v := &verifier{rep: &verifyReport{MaxAccounts: m.MaxAccounts}, bal: make([]int64, cells), known: make([]bool, cells),
+		slots: map[uint64]uint64{SystemAccount: 0}, ledgers: []uint32{0}}
 	if err := v.loadSnapshots(db); err != nil {
 		return nil, err
 	}
@@ -90,13 +92,7 @@ func verifyDir(fs vfs.FS, dir string) (*verifyReport, error) {
 		v.finding(keyLoc(idKey(prefixSnapshot, s.id)), s.id, s.end, "snapshot is newer than the WAL")
 	}
 	if v.nKnown == uint64(len(v.bal)) {
-		var sum int64
-		for _, b := range v.bal {
-			sum += b
-		}
-		if sum != 0 {
-			v.finding(loc{file: walDir}, 0, uint64(v.rep.LastTx), "balances sum to %d after replay", sum)
-		}
+		v.checkSums()
 	}
 	errs := make([]error, len(v.rep.Findings))
 	for i, f := range v.rep.Findings {
@@ -106,11 +102,12 @@ func verifyDir(fs vfs.FS, dir string) (*verifyReport, error) {
 }
 
 type snapState struct {
-	id   uint64 // S0
-	end  uint64 // S1 (TxEnd); id for an exact snapshot
-	bal  []int64
-	refs []refEntry
-	rep  int // index in verifyReport.Snapshots
+	id    uint64  // S0
+	end   uint64  // S1 (TxEnd); id for an exact snapshot
+	bal   []int64 // cells
+	accts []acctMeta
+	refs  []refEntry
+	rep   int // index in verifyReport.Snapshots
 	// While the replay is in (id, end]: accounts whose chunk value was not
 	// their replayed balance at id, and must be one of their resulting
 	// balances in the window; and whether the snapshot can still be
@@ -123,13 +120,22 @@ type snapState struct {
 // from transaction 1 or a snapshot, none after a damaged stretch until an
 // account's next entry (or a snapshot) re-anchors it.
 type verifier struct {
-	rep    *verifyReport
-	bal    []int64
-	known  []bool
-	nKnown uint64
-	last   uint64 // last transaction replayed
-	snaps  []snapState
-	next   int // first snapshot not yet reached by the replay
+	rep   *verifyReport
+	bal   []int64 // cells, 4 per account slot
+	known []bool
+	// slots maps the account ids the replay or a snapshot created to their
+	// slots; ledgers holds each slot's ledger.
+	slots   map[uint64]uint64
+	ledgers []uint32
+	// allAccounts: slots holds every account created so far (the replay
+	// started at transaction 1, or a snapshot told); before that, entries
+	// for unknown accounts are not findings and creations are not learned
+	// (their slots are not known).
+	allAccounts bool
+	nKnown      uint64
+	last        uint64 // last transaction replayed
+	snaps       []snapState
+	next        int // first snapshot not yet reached by the replay
 	// active are the fuzzy snapshots whose window the replay is in.
 	active []*snapState
 	// anchored holds the chunk values of accounts whose balance the replay
@@ -179,18 +185,19 @@ func (v *verifier) loadSnapshots(db *pebble.DB) error {
 			continue
 		}
 		v.rep.Snapshots = append(v.rep.Snapshots, snapshotCheck{TxID: TxID(id)})
-		bal := make([]int64, v.rep.MaxAccounts)
+		bal := make([]int64, cellsPerAccount*v.rep.MaxAccounts)
+		var accts []acctMeta
 		info, err := readSnapshot(db, v.rep.MaxAccounts, id, it.Value(), func(first uint64, raw []byte) {
 			for i := 0; i < len(raw)/8; i++ {
 				bal[first+uint64(i)] = int64(binary.LittleEndian.Uint64(raw[8*i:]))
 			}
-		})
+		}, func(m acctMeta) error { accts = append(accts, m); return nil })
 		if err != nil {
 			v.finding(keyLoc(it.Key()), id, id, "snapshot: %v", err)
 			continue
 		}
 		v.rep.Snapshots[len(v.rep.Snapshots)-1].Valid = true
-		v.snaps = append(v.snaps, snapState{id: id, end: info.end, bal: bal, refs: info.refs, rep: len(v.rep.Snapshots) - 1})
+		v.snaps = append(v.snaps, snapState{id: id, end: info.end, bal: bal, accts: accts, refs: info.refs, rep: len(v.rep.Snapshots) - 1})
 	}
 	return it.Error()
 }
@@ -231,6 +238,7 @@ func (v *verifier) reachSnapshots(refOf func(uint64) (uint64, bool)) {
 		if s.id < v.last {
 			continue // before the retained WAL, or inside a damaged stretch
 		}
+		v.adoptAccounts(s)
 		s.complete = v.nKnown == uint64(len(v.bal))
 		fuzzy := s.end > s.id
 		mismatch := 0
@@ -252,7 +260,7 @@ func (v *verifier) reachSnapshots(refOf func(uint64) (uint64, bool)) {
 				s.pending[uint64(a)] = b
 			default:
 				if mismatch == 0 {
-					v.finding(keyLoc(idKey(prefixSnapshot, s.id)), s.id, s.id, "account %d is %d in the snapshot, %d in the WAL replay", a, b, v.bal[a])
+					v.finding(keyLoc(idKey(prefixSnapshot, s.id)), s.id, s.id, "cell %d is %d in the snapshot, %d in the WAL replay", a, b, v.bal[a])
 				}
 				mismatch++
 			}
@@ -274,26 +282,69 @@ func (v *verifier) reachSnapshots(refOf func(uint64) (uint64, bool)) {
 // windowEntry checks entry e of transaction id against the open windows.
 // It returns false if the entry's balance must not be checked against the
 // replay (the account's value came from a fuzzy chunk).
-func (v *verifier) windowEntry(e Entry) (check bool) {
+func (v *verifier) windowEntry(cl uint64, e Entry) (check bool) {
 	check = true
-	if c, ok := v.anchored[e.Account]; ok {
-		delete(v.anchored, e.Account)
+	if c, ok := v.anchored[cl]; ok {
+		delete(v.anchored, cl)
 		check = false
-		if prev, ok := subInt64(e.Balance, e.Delta); !ok || (c != prev && c != e.Balance) {
+		if prev, ok := subInt64(e.Value, e.Delta); !ok || (c != prev && c != e.Value) {
 			for _, s := range v.active {
 				if s.pending == nil {
 					s.pending = map[uint64]int64{}
 				}
-				s.pending[e.Account] = c
+				s.pending[cl] = c
 			}
 		}
 	}
 	for _, s := range v.active {
-		if c, ok := s.pending[e.Account]; ok && c == e.Balance {
-			delete(s.pending, e.Account)
+		if c, ok := s.pending[cl]; ok && c == e.Value {
+			delete(s.pending, cl)
 		}
 	}
 	return check
+}
+
+// adoptAccounts checks a snapshot's accounts against those the replay
+// knows (the same ids in the same slots) and learns the ones it does not.
+func (v *verifier) adoptAccounts(s *snapState) {
+	v.allAccounts = true
+	for i, m := range s.accts {
+		slot := uint64(i) + 1
+		if slot < uint64(len(v.ledgers)) {
+			if got, ok := v.slots[m.id]; !ok || got != slot {
+				v.finding(keyLoc(idKey(prefixSnapshot, s.id)), s.id, s.id, "account %d is in slot %d of the snapshot, not of the WAL replay", m.id, slot)
+				return
+			}
+			continue
+		}
+		v.createAccount(m)
+	}
+}
+
+func (v *verifier) createAccount(m acctMeta) bool {
+	if _, ok := v.slots[m.id]; ok || uint64(len(v.ledgers)) == v.rep.MaxAccounts {
+		return false
+	}
+	v.slots[m.id] = uint64(len(v.ledgers))
+	v.ledgers = append(v.ledgers, m.ledger)
+	return true
+}
+
+// checkSums checks the zero sums over all cells and per ledger. The system
+// account belongs to every ledger: per ledger, debits and credits of its
+// other accounts may differ by what the system account moved in or out of
+// it, so per ledger verify checks what transfers keep (posted and pending
+// apart, the net of the non-system accounts adds up with the system
+// account's over all ledgers) by the global sums.
+func (v *verifier) checkSums() {
+	var s [numColumns]uint64
+	for c, b := range v.bal {
+		s[uint64(c)%cellsPerAccount] += uint64(b)
+	}
+	if s[DebitsPosted] != s[CreditsPosted] || s[DebitsPending] != s[CreditsPending] {
+		v.finding(loc{file: walDir}, 0, uint64(v.rep.LastTx), "debits and credits differ after replay (posted %d/%d, pending %d/%d)",
+			s[DebitsPosted], s[CreditsPosted], s[DebitsPending], s[CreditsPending])
+	}
 }
 
 // closeWindows ends the windows the replay has passed.
@@ -305,7 +356,7 @@ func (v *verifier) closeWindows() {
 			continue
 		}
 		for a, c := range s.pending {
-			v.finding(keyLoc(idKey(prefixSnapshot, s.id)), s.id+1, s.end, "account %d is %d in the snapshot, never its balance in txs %d..%d of the WAL replay", a, c, s.id+1, s.end)
+			v.finding(keyLoc(idKey(prefixSnapshot, s.id)), s.id+1, s.end, "cell %d is %d in the snapshot, never its value in txs %d..%d of the WAL replay", a, c, s.id+1, s.end)
 			break
 		}
 		v.rep.Snapshots[s.rep].Replayed = s.complete && len(s.pending) == 0
@@ -393,6 +444,7 @@ func (v *verifier) batch(b *batchReader, t *walTx, expect uint64, key loc, want 
 		v.rep.FirstTx = TxID(b.first)
 		v.rep.FromZero = b.first == 1
 		if v.rep.FromZero {
+			v.allAccounts = true
 			for a := range v.known {
 				v.learn(uint64(a), 0)
 			}
@@ -403,30 +455,43 @@ func (v *verifier) batch(b *batchReader, t *walTx, expect uint64, key loc, want 
 		v.finding(key, expect, b.first-1, "WAL batch starts at tx %d, want %d", b.first, expect)
 		if b.first > expect {
 			v.forget()
+			v.allAccounts = false // the gap may have created accounts
 			v.anchored = nil
 		}
 		v.last = b.first - 1
 	}
-	n := uint64(len(v.bal))
 	for {
 		ok, _ := b.next(t)
 		if !ok {
 			break
 		}
 		v.rep.Transactions++
+		if t.kind == KindCreateAccount && t.fail == OK && v.allAccounts && !v.createAccount(t.acct) {
+			v.finding(key, t.id, t.id, "account %d created twice, or beyond MaxAccounts", t.acct.id)
+		}
+		var ledger uint32
 		for i := 0; i < t.n; i++ {
 			e := t.entry(i)
-			if e.Account >= n {
-				v.finding(key, t.id, t.id, "account %d out of range", e.Account)
+			slot, ok := v.slots[e.Account]
+			if !ok {
+				if v.allAccounts {
+					v.finding(key, t.id, t.id, "entry for account %d, never created", e.Account)
+				}
 				continue
 			}
-			check := len(v.active) == 0 || v.windowEntry(e)
-			if check && v.known[e.Account] {
-				if nb, ok := addInt64(v.bal[e.Account], e.Delta); !ok || nb != e.Balance {
-					v.finding(key, t.id, t.id, "account %d balance %d%+d recorded as %d", e.Account, v.bal[e.Account], e.Delta, e.Balance)
+			if l := v.ledgers[slot]; l != 0 && ledger != 0 && l != ledger {
+				v.finding(key, t.id, t.id, "entries in ledgers %d and %d", ledger, l)
+			} else if l != 0 {
+				ledger = l
+			}
+			cl := cell(slot, e.Column)
+			check := len(v.active) == 0 || v.windowEntry(cl, e)
+			if check && v.known[cl] {
+				if nv, ok := addInt64(v.bal[cl], e.Delta); !ok || nv != e.Value {
+					v.finding(key, t.id, t.id, "account %d %v %d%+d recorded as %d", e.Account, e.Column, v.bal[cl], e.Delta, e.Value)
 				}
 			}
-			v.learn(e.Account, e.Balance)
+			v.learn(cl, e.Value)
 		}
 		if want[t.id] {
 			ref := t.userRef

@@ -17,8 +17,8 @@ func fillLedger(t *testing.T, cfg Config, n int) {
 	l, err := Open(cfg)
 	require.NoError(t, err)
 	ctx := context.Background()
-	var last TxID
-	for i := range n {
+	last := createAccounts(t, l, cfg.MaxAccounts)
+	for i := int(last); i < n; i++ {
 		u := uint64(i)
 		var op Op
 		switch i % 5 {
@@ -64,8 +64,9 @@ func TestVerifyClean(t *testing.T) {
 
 // With the WAL pruned, the oldest retained snapshot anchors the replay.
 func TestVerifyPrunedWAL(t *testing.T) {
-	// Retention removes whole segments: small ones, snapshots further apart.
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: 2000, WALRetention: 100, WALMaxBatch: 64, WALSegmentSize: 256 << 10}
+	// Retention removes whole segments: small ones, snapshots further
+	// apart, and a retention that keeps the older snapshot in the WAL.
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: 2000, WALRetention: 2500, WALMaxBatch: 64, WALSegmentSize: 256 << 10}
 	fillLedger(t, cfg, 12000)
 	rep, err := verifyDir(nil, cfg.Dir)
 	require.NoError(t, err)
@@ -102,9 +103,9 @@ func TestVerifyFindsWrongSnapshot(t *testing.T) {
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
 		r, err := recoverState(db, &Config{Dir: cfg.Dir, MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
 		require.NoError(t, err)
-		r.bal[1].Add(-1)
-		r.bal[2].Add(1)
-		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs}, r.bal, func() uint64 { return 100 }, nil, nil)
+		r.bal[cell(1, CreditsPosted)].Add(1) // debits and credits still agree
+		r.bal[cell(2, DebitsPosted)].Add(1)
+		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs, accounts: r.accts.n}, r.bal, r.accts.meta, func() uint64 { return 100 }, nil, nil)
 		require.NoError(t, err)
 	})
 	rep, err := verifyDir(nil, cfg.Dir)

@@ -23,11 +23,17 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //	  u32  timestamp - base, ns
 //	  u64  UserRef              (if flagged)
 //	  u64  original tx id       (if fail == Duplicate)
-//	  count x { u64 account, i64 delta, i64 resulting balance }
+//	  32 bytes of account       (if kind == create_account):
+//	       u64 id, u64 user_data[0], u64 user_data[1], u32 ledger, u16 code, u16 flags
+//	  count x { u64 account, u8 column, i64 delta, i64 resulting column }
+//
+// In every transaction the deltas to debit columns equal those to credit
+// columns, posted and pending apart: the ledger's zero-sum invariant.
 const (
 	batchHeaderLen = 24
 	txHeaderLen    = 8
-	entryLen       = 24
+	accountLen     = 32
+	entryLen       = 25
 	hasRefFlag     = 0x80
 )
 
@@ -37,8 +43,8 @@ var errBatch = errors.New("bad WAL batch")
 
 // encodeBatch appends the encoding of a prefix of recs to dst and returns it
 // with the number of records encoded (at least 1 if recs is non-empty). It
-// stops early when a timestamp delta does not fit in 32 bits, or once the
-// batch holds maxBytes.
+// stops early when a timestamp delta does not fit in 32 bits, or before the
+// batch would hold more than maxBytes.
 func encodeBatch(dst []byte, recs []txRecord, maxBytes int) ([]byte, int) {
 	if len(recs) == 0 {
 		return dst, 0
@@ -53,7 +59,7 @@ func encodeBatch(dst []byte, recs []txRecord, maxBytes int) ([]byte, int) {
 	for i := range recs {
 		r := &recs[i]
 		d := r.ts - base
-		if d < 0 || d > math.MaxUint32 || (n > 0 && len(dst)-start >= maxBytes) {
+		if d < 0 || d > math.MaxUint32 || (n > 0 && len(dst)-start+r.encodedLen() > maxBytes) {
 			break
 		}
 		k := byte(r.kind)
@@ -69,10 +75,14 @@ func encodeBatch(dst []byte, recs []txRecord, maxBytes int) ([]byte, int) {
 		if r.fail == Duplicate {
 			dst = binary.LittleEndian.AppendUint64(dst, r.dupOf)
 		}
+		if r.kind == KindCreateAccount {
+			dst = appendAccount(dst, r.account())
+		}
 		for _, e := range r.entries() {
-			dst = binary.LittleEndian.AppendUint64(dst, e.Account)
-			dst = binary.LittleEndian.AppendUint64(dst, uint64(e.Delta))
-			dst = binary.LittleEndian.AppendUint64(dst, uint64(e.Balance))
+			dst = binary.LittleEndian.AppendUint64(dst, e.acct)
+			dst = append(dst, byte(e.col))
+			dst = binary.LittleEndian.AppendUint64(dst, uint64(e.delta))
+			dst = binary.LittleEndian.AppendUint64(dst, uint64(e.value))
 		}
 		n++
 	}
@@ -80,6 +90,40 @@ func encodeBatch(dst []byte, recs []txRecord, maxBytes int) ([]byte, int) {
 	binary.LittleEndian.PutUint32(b[12:], uint32(n))
 	binary.LittleEndian.PutUint32(b[0:], crc32.Checksum(b[4:], castagnoli))
 	return dst, n
+}
+
+func appendAccount(dst []byte, m acctMeta) []byte {
+	dst = binary.LittleEndian.AppendUint64(dst, m.id)
+	dst = binary.LittleEndian.AppendUint64(dst, m.userData[0])
+	dst = binary.LittleEndian.AppendUint64(dst, m.userData[1])
+	dst = binary.LittleEndian.AppendUint32(dst, m.ledger)
+	dst = binary.LittleEndian.AppendUint16(dst, m.code)
+	return binary.LittleEndian.AppendUint16(dst, uint16(m.flags))
+}
+
+func decodeAccount(b []byte) acctMeta {
+	return acctMeta{
+		id:       binary.LittleEndian.Uint64(b),
+		userData: [2]uint64{binary.LittleEndian.Uint64(b[8:]), binary.LittleEndian.Uint64(b[16:])},
+		ledger:   binary.LittleEndian.Uint32(b[24:]),
+		code:     binary.LittleEndian.Uint16(b[28:]),
+		flags:    AccountFlags(binary.LittleEndian.Uint16(b[30:])),
+	}
+}
+
+// encodedLen is the size of r's encoding in a batch.
+func (r *txRecord) encodedLen() int {
+	n := txHeaderLen + int(r.n)*entryLen
+	if r.userRef != 0 {
+		n += 8
+	}
+	if r.fail == Duplicate {
+		n += 8
+	}
+	if r.kind == KindCreateAccount {
+		n += accountLen
+	}
+	return n
 }
 
 // walTx is one decoded transaction. Its entries stay encoded in raw and are
@@ -92,6 +136,7 @@ type walTx struct {
 	kind    Kind
 	fail    FailReason
 	n       int
+	acct    acctMeta // create_account
 	raw     []byte
 }
 
@@ -99,13 +144,18 @@ func (t *walTx) entry(i int) Entry {
 	b := t.raw[i*entryLen:]
 	return Entry{
 		Account: binary.LittleEndian.Uint64(b),
-		Delta:   int64(binary.LittleEndian.Uint64(b[8:])),
-		Balance: int64(binary.LittleEndian.Uint64(b[16:])),
+		Column:  Column(b[8]),
+		Delta:   int64(binary.LittleEndian.Uint64(b[9:])),
+		Value:   int64(binary.LittleEndian.Uint64(b[17:])),
 	}
 }
 
 func (t *walTx) result() Result {
 	r := Result{ID: TxID(t.id), Kind: t.kind, Fail: t.fail, UserRef: t.userRef, DupOf: TxID(t.dupOf), Timestamp: t.ts}
+	if t.kind == KindCreateAccount {
+		a := t.acct.public()
+		r.Account = &a
+	}
 	if t.n > 0 {
 		r.Entries = make([]Entry, t.n)
 		for i := range r.Entries {
@@ -180,7 +230,7 @@ func (b *batchReader) next(t *walTx) (bool, error) {
 		ts:   b.base + int64(binary.LittleEndian.Uint32(d[4:])),
 	}
 	p := txHeaderLen
-	if t.kind < KindDeposit || t.kind > KindComposite || t.fail >= numFailReasons {
+	if t.kind < KindDeposit || t.kind >= numKinds || t.fail >= numFailReasons {
 		return false, fmt.Errorf("%w: tx %d has kind %d, fail reason %d", errBatch, t.id, t.kind, t.fail)
 	}
 	if d[0]&hasRefFlag != 0 {
@@ -197,9 +247,17 @@ func (b *batchReader) next(t *walTx) (bool, error) {
 		t.dupOf = binary.LittleEndian.Uint64(d[p:])
 		p += 8
 	}
+	if t.kind == KindCreateAccount {
+		if len(d) < p+accountLen {
+			return false, fmt.Errorf("%w: tx %d truncated", errBatch, t.id)
+		}
+		t.acct = decodeAccount(d[p:])
+		p += accountLen
+	}
 	switch {
 	case t.fail != OK && t.n != 0,
-		t.fail == OK && t.kind != KindComposite && t.n != 2,
+		t.kind == KindCreateAccount && t.n != 0,
+		t.fail == OK && t.kind != KindComposite && t.kind != KindCreateAccount && t.n != 2,
 		t.fail == OK && t.kind == KindComposite && (t.n == 0 || t.n > MaxLegs):
 		return false, fmt.Errorf("%w: tx %d (%v, %v) has %d entries", errBatch, t.id, t.kind, t.fail, t.n)
 	}
@@ -207,12 +265,24 @@ func (b *batchReader) next(t *walTx) (bool, error) {
 		return false, fmt.Errorf("%w: tx %d truncated", errBatch, t.id)
 	}
 	t.raw = d[p : p+t.n*entryLen]
-	var sum sum128
+	var posted, pending sum128 // credits minus debits
 	for i := 0; i < t.n; i++ {
-		sum.add(t.entry(i).Delta)
+		e := t.entry(i)
+		if e.Column >= numColumns || e.Value < 0 {
+			return false, fmt.Errorf("%w: tx %d entry %d has column %d, value %d", errBatch, t.id, i, e.Column, e.Value)
+		}
+		s := &posted
+		if e.Column >= DebitsPending {
+			s = &pending
+		}
+		if e.Column == DebitsPosted || e.Column == DebitsPending {
+			s.sub(e.Delta)
+		} else {
+			s.add(e.Delta)
+		}
 	}
-	if !sum.zero() {
-		return false, fmt.Errorf("%w: tx %d entries do not sum to zero", errBatch, t.id)
+	if !posted.zero() || !pending.zero() {
+		return false, fmt.Errorf("%w: tx %d debits and credits differ", errBatch, t.id)
 	}
 	b.off += p + t.n*entryLen
 	b.i++

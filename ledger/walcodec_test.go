@@ -9,16 +9,18 @@ import (
 
 func TestBatchRoundTrip(t *testing.T) {
 	recs := []txRecord{
-		{id: 7, ts: 1000, kind: KindDeposit, n: 2, inline: [2]Entry{{0, -5, -5}, {3, 5, 5}}},
-		{id: 8, ts: 1001, kind: KindWithdrawal, fail: InsufficientFunds, userRef: 99},
+		{id: 6, ts: 999, kind: KindCreateAccount, userRef: 4},
+		{id: 7, ts: 1000, kind: KindDeposit, n: 2, inline: [2]cellEntry{{acct: 0, delta: 5, value: 5, col: DebitsPosted}, {acct: 3, delta: 5, value: 5, col: CreditsPosted}}},
+		{id: 8, ts: 1001, kind: KindWithdrawal, fail: ExceedsCredits, userRef: 99},
 		{id: 9, ts: 1001, kind: KindTransfer, fail: Duplicate, userRef: 99, dupOf: 8},
-		{id: 10, ts: 5000, kind: KindComposite, n: 3, extra: []Entry{{1, 2, 2}, {2, -3, -3}, {1, 1, 3}}},
+		{id: 10, ts: 5000, kind: KindComposite, n: 3, extra: []cellEntry{{acct: 1, delta: 2, value: 2, col: CreditsPosted}, {acct: 2, delta: 3, value: 3, col: DebitsPosted}, {acct: 1, delta: 1, value: 3, col: CreditsPosted}}},
 	}
+	recs[0].setAccount(acctMeta{id: 1 << 50, userData: [2]uint64{7, 1<<64 - 1}, ledger: 1<<32 - 1, code: 1<<16 - 1, flags: accountFlagsMask})
 	val, n := encodeBatch(nil, recs, walMaxBytes)
 	require.Equal(t, len(recs), n)
 	b, err := openBatch(val)
 	require.NoError(t, err)
-	require.Equal(t, uint64(7), b.first)
+	require.Equal(t, uint64(6), b.first)
 	require.Equal(t, uint64(10), b.last())
 	var tx walTx
 	for i := range recs {
@@ -37,7 +39,7 @@ func TestBatchRoundTrip(t *testing.T) {
 }
 
 func TestBatchSplitsOnTimestampGap(t *testing.T) {
-	recs := []txRecord{{id: 1, ts: 0, kind: KindWithdrawal, fail: InsufficientFunds}, {id: 2, ts: 1 << 33, kind: KindWithdrawal, fail: InsufficientFunds}}
+	recs := []txRecord{{id: 1, ts: 0, kind: KindWithdrawal, fail: ExceedsCredits}, {id: 2, ts: 1 << 33, kind: KindWithdrawal, fail: ExceedsCredits}}
 	_, n := encodeBatch(nil, recs, walMaxBytes)
 	require.Equal(t, 1, n)
 }
@@ -46,8 +48,8 @@ func TestBatchSplitsOnTimestampGap(t *testing.T) {
 // error, never a panic or a silent success.
 func TestBatchRejectsDamage(t *testing.T) {
 	recs := []txRecord{
-		{id: 1, kind: KindDeposit, n: 2, userRef: 3, inline: [2]Entry{{0, -5, -5}, {3, 5, 5}}},
-		{id: 2, kind: KindComposite, n: 2, extra: []Entry{{1, 2, 2}, {2, -2, -2}}},
+		{id: 1, kind: KindDeposit, n: 2, userRef: 3, inline: [2]cellEntry{{acct: 0, delta: 5, value: 5, col: DebitsPosted}, {acct: 3, delta: 5, value: 5, col: CreditsPosted}}},
+		{id: 2, kind: KindComposite, n: 2, extra: []cellEntry{{acct: 1, delta: 2, value: 2, col: CreditsPosted}, {acct: 2, delta: 2, value: 2, col: DebitsPosted}}},
 	}
 	val, _ := encodeBatch(nil, recs, walMaxBytes)
 	decodeAll := func(v []byte) error {

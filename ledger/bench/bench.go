@@ -115,6 +115,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	defer l.Close()
+	if err := CreateAccounts(ctx, l, cfg.Accounts); err != nil {
+		return Report{}, err
+	}
 
 	// One tracker goroutine turns sampled ids into submit->Committed
 	// latencies. Ids commit in order, so waiting for them one at a time
@@ -284,6 +287,28 @@ func submitLoop(ctx context.Context, l *ledger.Ledger, cfg *Config, g int, start
 		maxID = max(maxID, id)
 		n++
 	}
+}
+
+// CreateAccounts creates accounts 1 .. n-1 in ledger 1, without limits,
+// in batches, and waits until they are committed: the run's ops name them.
+// An account that exists already fails with exists, harmlessly.
+func CreateAccounts(ctx context.Context, l *ledger.Ledger, n uint64) error {
+	ops := make([]ledger.Op, 0, 4096)
+	var last ledger.TxID
+	for a := uint64(1); a < n; a++ {
+		ops = append(ops, ledger.CreateAccount{ID: a, Ledger: 1})
+		if len(ops) == cap(ops) || a == n-1 {
+			var err error
+			if _, last, err = l.SubmitBatch(ops); err != nil {
+				return err
+			}
+			ops = ops[:0]
+		}
+	}
+	if last == 0 {
+		return nil
+	}
+	return l.Wait(ctx, last, ledger.Committed)
 }
 
 func atomicMax(a *atomic.Uint64, v uint64) {

@@ -240,6 +240,23 @@ func (c *Client) SubmitBatch(ctx context.Context, ops []ledger.Op, level ledger.
 	return cl.first, cl.last, nil
 }
 
+// SubmitBatchResults submits ops as one batch and returns one Result per
+// op, in op order, once every op reached level (Computed, Committed or
+// Snapshot): each op's id and its own fail reason.
+func (c *Client) SubmitBatchResults(ctx context.Context, ops []ledger.Op, level ledger.Level) ([]ledger.Result, error) {
+	if level < ledger.Computed || level > ledger.Snapshot {
+		return nil, ledger.ErrLevel
+	}
+	cl, err := c.do(ctx, wire.TypeSubmitted, func(e *wire.Encoder, id uint64) { e.Submit(id, level, ops) })
+	if err != nil {
+		return nil, err
+	}
+	if len(cl.results) != len(ops) {
+		return nil, fmt.Errorf("%w: %d results for %d ops", wire.ErrMalformed, len(cl.results), len(ops))
+	}
+	return cl.results, nil
+}
+
 // SubmitAndWait submits op and returns its Result once it reached level
 // (Computed, Committed or Snapshot). If ctx ends first the transaction
 // still executes.
@@ -265,6 +282,16 @@ func (c *Client) Balance(ctx context.Context, account uint64) (int64, error) {
 		return 0, err
 	}
 	return cl.bal, nil
+}
+
+// Lookup returns account id with its columns, as ledger.Ledger.Lookup
+// does (an account not found is ledger.ErrAccountNotFound).
+func (c *Client) Lookup(ctx context.Context, id uint64) (ledger.Account, error) {
+	cl, err := c.do(ctx, wire.TypeAccountIs, func(e *wire.Encoder, rid uint64) { e.Lookup(rid, id) })
+	if err != nil {
+		return ledger.Account{}, err
+	}
+	return cl.acct, nil
 }
 
 // Status returns the highest level transaction id has reached.

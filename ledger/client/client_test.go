@@ -141,7 +141,7 @@ func TestServerErrorsMapToLedgerErrors(t *testing.T) {
 	f := newFake(t, func(conn int64, h wire.Header, e *wire.Encoder) bool {
 		switch h.Type {
 		case wire.TypeSubmit:
-			e.Error(h.ID, &wire.Error{Code: wire.CodeAccountRange, Index: 3, Message: "account out of range"})
+			e.Error(h.ID, &wire.Error{Code: wire.CodeLedgerZero, Index: 3, Message: "ledger must not be zero"})
 		case wire.TypeResult:
 			e.Error(h.ID, &wire.Error{Code: wire.CodeNotFound, Message: "no such tx"})
 		case wire.TypeBalance:
@@ -156,7 +156,7 @@ func TestServerErrorsMapToLedgerErrors(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 	_, _, err = c.SubmitBatch(ctx, []ledger.Op{ledger.Deposit{Account: 1, Amount: 1}}, ledger.Committed)
-	require.ErrorIs(t, err, ledger.ErrAccountRange)
+	require.ErrorIs(t, err, ledger.ErrLedgerZero)
 	var ie *ledger.InputError
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, 3, ie.Index)

@@ -21,6 +21,8 @@ type call struct {
 	first, last ledger.TxID
 	res         ledger.Result
 	bal         int64
+	acct        ledger.Account
+	results     []ledger.Result // TypeSubmitted of a waited batch
 	level       ledger.Level
 	idx         ledger.Indexes
 }
@@ -213,11 +215,13 @@ func decodeInto(dec *wire.Decoder, t wire.Type, body []byte, c *call) error {
 	case wire.TypePong, wire.TypeWaited:
 		err = dec.Empty(body)
 	case wire.TypeSubmitted:
-		c.first, c.last, err = dec.Submitted(body)
+		c.first, c.last, c.results, err = dec.SubmittedResults(body)
 	case wire.TypeResultIs:
 		c.res, err = dec.ResultIs(body)
 	case wire.TypeBalanceIs:
 		c.bal, err = dec.BalanceIs(body)
+	case wire.TypeAccountIs:
+		c.acct, err = dec.AccountIs(body)
 	case wire.TypeStatusIs:
 		c.level, err = dec.StatusIs(body)
 	case wire.TypeIndexesAre:

@@ -48,6 +48,16 @@ func ExampleDial() {
 	}
 	defer c.Close()
 
+	// Accounts are created first: 1 may not go below zero.
+	first, last, err := c.SubmitBatch(ctx, []ledger.Op{
+		ledger.CreateAccount{ID: 1, Ledger: 1, Flags: ledger.DebitsMustNotExceedCredits},
+		ledger.CreateAccount{ID: 2, Ledger: 1},
+	}, ledger.Committed)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("accounts created by:", first, last)
+
 	// Fire and forget: the id is known as soon as the ledger sequenced it.
 	id, err := c.Submit(ctx, ledger.Deposit{Account: 1, Amount: 500, UserRef: 1001})
 	if err != nil {
@@ -78,14 +88,24 @@ func ExampleDial() {
 		log.Fatal(err)
 	}
 	fmt.Println("balance of 2:", b)
+	a, err := c.Lookup(ctx, 1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("account 1: debits", a.DebitsPosted, "credits", a.CreditsPosted)
+	_, err = c.Lookup(ctx, 3)
+	fmt.Println(errors.Is(err, ledger.ErrAccountNotFound))
 
 	// Errors mirror the ledger's.
 	_, err = c.Submit(ctx, ledger.Transfer{From: 1, To: 1, Amount: 1})
 	fmt.Println(errors.Is(err, ledger.ErrSameAccount))
 	// Output:
-	// deposit id: 1
-	// transfer: 2 ok
-	// retry: duplicate of 2
+	// accounts created by: 1 2
+	// deposit id: 3
+	// transfer: 4 ok
+	// retry: duplicate of 4
 	// balance of 2: 200
+	// account 1: debits 200 credits 500
+	// true
 	// true
 }

@@ -12,19 +12,32 @@ import (
 // DumpTx is one line of Dump's output.
 type DumpTx struct {
 	ID      ledger.TxID `json:"id"`
-	Kind    string      `json:"kind"` // deposit, withdrawal, transfer, composite
-	Fail    string      `json:"fail"` // ok, insufficient_funds, ..., duplicate
+	Kind    string      `json:"kind"` // create_account, deposit, withdrawal, transfer, composite
+	Fail    string      `json:"fail"` // ok, exceeds_credits, ..., duplicate (ledger.FailReason's String)
 	UserRef uint64      `json:"user_ref"`
 	DupOf   ledger.TxID `json:"dup_of"`
 	TsNs    int64       `json:"ts_unix_ns"`
 	Entries []DumpEntry `json:"entries"` // empty for a failed transaction
+	// Account is a create_account's account, null for other kinds.
+	Account *DumpAccount `json:"account"`
 }
 
-// DumpEntry is one entry of a DumpTx.
+// DumpEntry is one entry of a DumpTx: Column of Account changed by Delta
+// to Value.
 type DumpEntry struct {
 	Account uint64 `json:"account"`
+	Column  string `json:"column"` // debits_posted, credits_posted, debits_pending, credits_pending
 	Delta   int64  `json:"delta"`
-	Balance int64  `json:"balance"`
+	Value   int64  `json:"value"`
+}
+
+// DumpAccount is the account of a create_account.
+type DumpAccount struct {
+	ID       uint64    `json:"id"`
+	Ledger   uint32    `json:"ledger"`
+	Code     uint16    `json:"code"`
+	Flags    uint16    `json:"flags"`
+	UserData [2]uint64 `json:"user_data"`
 }
 
 // Dump writes the transactions with ids in [from, to] of a closed ledger
@@ -39,6 +52,9 @@ func Dump(dir string, from, to ledger.TxID, w io.Writer) error {
 		line = DumpTx{ID: ledger.TxID(t.ID), Kind: t.Kind, Fail: t.Fail, UserRef: t.UserRef, DupOf: ledger.TxID(t.DupOf), TsNs: t.TsNs, Entries: line.Entries[:0]}
 		for _, e := range t.Entries {
 			line.Entries = append(line.Entries, DumpEntry(e))
+		}
+		if a := t.Account; a != nil {
+			line.Account = &DumpAccount{ID: a.ID, Ledger: a.Ledger, Code: a.Code, Flags: a.Flags, UserData: a.UserData}
 		}
 		if err := enc.Encode(&line); err != nil {
 			return fmt.Errorf("inspect: dump: %w", err)

@@ -21,6 +21,7 @@ func ExampleDump() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
+	l.SubmitAndWait(ctx, ledger.CreateAccount{ID: 1, Ledger: 1, Flags: ledger.DebitsMustNotExceedCredits}, ledger.Committed)
 	l.SubmitAndWait(ctx, ledger.Deposit{Account: 1, Amount: 500, UserRef: 7}, ledger.Committed)
 	l.SubmitAndWait(ctx, ledger.Transfer{From: 1, To: 2, Amount: 800}, ledger.Committed)
 	l.Close() // the offline tools read a closed directory
@@ -39,7 +40,8 @@ func ExampleDump() {
 	rep, err := inspect.Verify(dir)
 	fmt.Println(rep.Transactions, rep.FromZero, err)
 	// Output:
-	// 1 deposit ok 7 [{0 -500 -500} {1 500 500}]
-	// 2 transfer insufficient_funds 0 []
-	// 2 true <nil>
+	// 1 create_account ok 0 []
+	// 2 deposit ok 7 [{0 debits_posted 500 500} {1 credits_posted 500 500}]
+	// 3 transfer account_not_found 0 []
+	// 3 true <nil>
 }

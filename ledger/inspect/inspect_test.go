@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -15,14 +16,21 @@ import (
 	"github.com/lanework/lanework/ledger/inspect"
 )
 
-// fillLedger writes n mixed transactions (deposits, transfers, composites,
-// failures, duplicates) to a new ledger in cfg.Dir and closes it.
+// fillLedger writes n transactions to a new ledger in cfg.Dir and closes
+// it: first the accounts 1 .. MaxAccounts-1 (with
+// DebitsMustNotExceedCredits), then mixed deposits, transfers, composites,
+// failures and duplicates.
 func fillLedger(t *testing.T, cfg ledger.Config, n int) {
 	t.Helper()
 	l, err := ledger.Open(cfg)
 	require.NoError(t, err)
-	var last ledger.TxID
-	for i := range n {
+	var create []ledger.Op
+	for a := uint64(1); a < cfg.MaxAccounts; a++ {
+		create = append(create, ledger.CreateAccount{ID: a, Ledger: 1, Flags: ledger.DebitsMustNotExceedCredits})
+	}
+	_, last, err := l.SubmitBatch(create)
+	require.NoError(t, err)
+	for i := int(last); i < n; i++ {
 		u := uint64(i)
 		var op ledger.Op
 		switch i % 5 {
@@ -94,9 +102,9 @@ func TestDump(t *testing.T) {
 	cfg := ledger.Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALMaxBatch: 8}
 	fillLedger(t, cfg, 100)
 	var buf bytes.Buffer
-	require.NoError(t, inspect.Dump(cfg.Dir, 10, 24, &buf))
+	require.NoError(t, inspect.Dump(cfg.Dir, 5, 24, &buf))
 	sc := bufio.NewScanner(&buf)
-	want := ledger.TxID(10)
+	want := ledger.TxID(5)
 	for sc.Scan() {
 		var tx inspect.DumpTx
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
@@ -104,19 +112,30 @@ func TestDump(t *testing.T) {
 		require.NoError(t, dec.Decode(&tx))
 		require.Equal(t, want, tx.ID)
 		require.NotNil(t, tx.Entries)
-		var sum int64
+		var sum int64 // credits minus debits
 		for _, e := range tx.Entries {
-			sum += e.Delta
+			if strings.HasPrefix(e.Column, "debits_") {
+				sum -= e.Delta
+			} else {
+				sum += e.Delta
+			}
 		}
 		require.Zero(t, sum)
-		switch want % 5 {
-		case 1: // i%5 == 0: a deposit with a ref
+		switch {
+		case want <= 7:
+			require.Equal(t, "create_account", tx.Kind)
+			require.Equal(t, &inspect.DumpAccount{ID: uint64(want), Ledger: 1, Flags: uint16(ledger.DebitsMustNotExceedCredits)}, tx.Account)
+		case want%5 == 1: // i%5 == 0: a deposit with a ref
 			require.Equal(t, "deposit", tx.Kind)
 			require.Equal(t, "ok", tx.Fail)
 			require.Equal(t, uint64(1000+want-1), tx.UserRef)
-		case 0: // i%5 == 4: a withdrawal reusing the ref of tx want-4
-			require.Equal(t, "duplicate", tx.Fail)
-			require.Equal(t, want-4, tx.DupOf)
+		case want%5 == 0: // i%5 == 4: a withdrawal reusing the ref of tx want-4
+			if want-4 <= 7 { // tx want-4 created an account, without a ref
+				require.Equal(t, "exceeds_credits", tx.Fail)
+			} else {
+				require.Equal(t, "duplicate", tx.Fail)
+				require.Equal(t, want-4, tx.DupOf)
+			}
 			require.Empty(t, tx.Entries)
 		}
 		want++

@@ -2,12 +2,14 @@ package server
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -210,12 +212,11 @@ func (c *conn) read() {
 			return
 		}
 		c.s.m.requests[h.Type].Add(1)
-		c.handle(h, body, dec, &req)
-		// Nothing refers to the body or the batch once handled (the
-		// ledger copied the ops): give large buffers back now, not at the
-		// next frame, which may never come.
+		c.handle(h, body, dec, &req, fr.Release)
+		// Nothing refers to the batch once handled (the ledger copied the
+		// ops): give large buffers back now, not at the next frame, which
+		// may never come.
 		dec.Release()
-		fr.Release()
 	}
 }
 
@@ -302,9 +303,16 @@ func (c *conn) hello(h wire.Header, body []byte, dec *wire.Decoder, req *wire.Re
 
 // handle answers one request. Quick ones are answered inline; waits run in
 // their own goroutine.
-func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.Request) {
+//
+// release gives back the body's buffer; handle calls it once the body is
+// decoded (the request refers to the decoder's buffers, not to the body),
+// before any answer is queued, so a client that has its answer finds the
+// server's frame memory returned.
+func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.Request, release func()) {
 	l := c.s.l
-	if err := dec.Request(h.Type, body, req); err != nil {
+	err := dec.Request(h.Type, body, req)
+	release()
+	if err != nil {
 		c.s.m.badFrames.Add(1)
 		c.fail(h.ID, err)
 		return
@@ -367,6 +375,13 @@ func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.R
 			return
 		}
 		c.reply(response{typ: wire.TypeBalanceIs, id: h.ID, bal: b})
+	case wire.TypeLookup:
+		a, err := l.Lookup(req.Account)
+		if err != nil {
+			c.fail(h.ID, err)
+			return
+		}
+		c.reply(response{typ: wire.TypeAccountIs, id: h.ID, acct: a})
 	case wire.TypeStatus:
 		lv, err := l.Status(req.Tx)
 		if err != nil {
@@ -435,18 +450,61 @@ func (c *conn) submit(id uint64, req *wire.Request) {
 		c.fail(id, ledger.ErrLevel)
 		return
 	}
-	first, last, err := c.s.l.SubmitBatch(req.Ops)
-	if err != nil {
+	if req.Level <= ledger.Sequenced {
+		first, last, err := c.s.l.SubmitBatch(req.Ops)
+		if err != nil {
+			c.fail(id, err)
+			return
+		}
+		c.s.m.ops.Add(uint64(len(req.Ops)))
+		c.reply(response{typ: wire.TypeSubmitted, id: id, first: first, last: last})
+		return
+	}
+	// Waiting: the answer carries every op's result, gathered from the
+	// stage deliveries; the last one queues the answer.
+	b := &batchAnswer{c: c, id: id, level: req.Level, start: time.Now(), res: make([]ledger.Result, 0, len(req.Ops))}
+	c.waits.Add(1)
+	if _, _, err := c.s.l.SubmitBatchFunc(req.Ops, req.Level, b.put); err != nil {
+		c.waits.Done()
 		c.fail(id, err)
 		return
 	}
 	c.s.m.ops.Add(uint64(len(req.Ops)))
-	r := response{typ: wire.TypeSubmitted, id: id, first: first, last: last}
-	if req.Level <= ledger.Sequenced {
-		c.reply(r)
+}
+
+// batchAnswer collects the per-op results of a waited batch.
+type batchAnswer struct {
+	c     *conn
+	id    uint64
+	level ledger.Level
+	start time.Time
+	mu    sync.Mutex
+	res   []ledger.Result
+	err   error
+}
+
+func (b *batchAnswer) put(r ledger.Result, err error) {
+	b.mu.Lock()
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+	b.res = append(b.res, r)
+	done := len(b.res) == cap(b.res)
+	b.mu.Unlock()
+	if !done {
 		return
 	}
-	c.wait(id, last, req.Level, r)
+	defer b.c.waits.Done()
+	if b.err != nil {
+		b.c.fail(b.id, b.err)
+		return
+	}
+	slices.SortFunc(b.res, func(x, y ledger.Result) int { return cmp.Compare(x.ID, y.ID) })
+	for i := range b.res {
+		b.c.s.m.observe(&b.res[i])
+	}
+	b.c.s.m.observeWait(b.level, b.start)
+	b.c.reply(response{typ: wire.TypeSubmitted, id: b.id, first: b.res[0].ID, last: b.res[len(b.res)-1].ID, results: b.res})
 }
 
 // wait answers r once tx reached level.

@@ -134,7 +134,7 @@ func (s *Server) status() *jsonStatus {
 		Snapshots: st.Snapshots, SnapshotTx: st.SnapshotTx}
 	j.WAL.Batches, j.WAL.Bytes, j.WAL.SyncNs, j.WAL.Syncs = st.WALBatches, st.WALBytes, int64(st.WALSyncTime), st.Syncs
 	j.WAL.SyncHist.FirstNs, j.WAL.SyncHist.Counts = st.WALSyncTimes.First, st.WALSyncTimes.Counts[:]
-	for f := ledger.OK; f <= ledger.Duplicate; f++ {
+	for f := ledger.OK; int(f) < ledger.NumFailReasons; f++ {
 		j.Outcomes = append(j.Outcomes, jsonCount{f.String(), st.Fails(f)})
 	}
 	j.Overlay.Sweeps, j.Overlay.Waits = st.OverlaySweeps, st.OverlayWaits

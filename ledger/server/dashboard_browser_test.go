@@ -44,11 +44,14 @@ func browserPath(t *testing.T) string {
 // fails on any console error or uncaught exception.
 func TestDashboardBrowser(t *testing.T) {
 	exe := browserPath(t)
-	f := startServer(t, Config{Tokens: testTokens})
+	f := startServerWith(t, Config{Tokens: testTokens}, false)
 	u := f.httpURL()
 
-	// Fund account 1 before the page opens.
-	_, err := f.l.SubmitAndWait(context.Background(), ledger.Deposit{Account: 1, Amount: 100}, ledger.Committed)
+	// Create accounts 1 and 2 (txs 1 and 2) and fund 1 (tx 3) before the
+	// page opens.
+	_, _, err := f.l.SubmitBatch([]ledger.Op{ledger.CreateAccount{ID: 1, Ledger: 1}, ledger.CreateAccount{ID: 2, Ledger: 1}})
+	require.NoError(t, err)
+	_, err = f.l.SubmitAndWait(context.Background(), ledger.Deposit{Account: 1, Amount: 100}, ledger.Committed)
 	require.NoError(t, err)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.WindowSize(1280, 1000),
@@ -115,7 +118,7 @@ func TestDashboardBrowser(t *testing.T) {
 
 	// The token rides in the fragment, which the page removes at once.
 	do(chromedp.Navigate(u + "/#token=" + rwToken))
-	wait("the live committed index", `document.getElementById("idx-committed").textContent === "1"`)
+	wait("the live committed index", `document.getElementById("idx-committed").textContent === "3"`)
 	href, err := chromedp.Run(ctx, chromedp.Evaluate[string]("location.href"))
 	require.NoError(t, err)
 	require.NotContains(t, href, rwToken, "the token stays in the address bar")
@@ -126,15 +129,15 @@ func TestDashboardBrowser(t *testing.T) {
 	do(chromedp.SetValue(chromedp.CSS("#op-type"), "transfer"),
 		chromedp.SendKeys(chromedp.CSS("#op-from"), "1"), chromedp.SendKeys(chromedp.CSS("#op-to"), "2"),
 		chromedp.SendKeys(chromedp.CSS("#op-amount"), "40"), chromedp.Click(chromedp.CSS("#op-form button")))
-	wait("the transfer's result", `document.getElementById("op-out").dataset.tx === "2"`)
-	require.Contains(t, text("op-out"), "tx 2 transfer: ok")
-	require.Contains(t, text("op-out"), "account 2: +40 → 40")
-	wait("the committed index to advance", `document.getElementById("idx-committed").textContent === "2"`)
+	wait("the transfer's result", `document.getElementById("op-out").dataset.tx === "4"`)
+	require.Contains(t, text("op-out"), "tx 4 transfer: ok")
+	require.Contains(t, text("op-out"), "account 2: credits_posted +40 → 40")
+	wait("the committed index to advance", `document.getElementById("idx-committed").textContent === "4"`)
 	wait("account 2's new balance", `document.getElementById("balance-out").dataset.balance === "40"`)
 	require.Equal(t, "account 2: balance 40", text("balance-out"))
 
-	do(chromedp.SendKeys(chromedp.CSS("#tx-id"), "2"), chromedp.Click(chromedp.CSS("#tx-form button")))
-	wait("transaction 2", `document.getElementById("tx-out").textContent.includes("tx 2 transfer: ok")`)
+	do(chromedp.SendKeys(chromedp.CSS("#tx-id"), "4"), chromedp.Click(chromedp.CSS("#tx-form button")))
+	wait("transaction 4", `document.getElementById("tx-out").textContent.includes("tx 4 transfer: ok")`)
 
 	// Each poll after the first adds a point to both charts; throughput
 	// has a value for every poll, latency only for polls that saw a commit.
@@ -143,7 +146,7 @@ func TestDashboardBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(strings.Fields(pts)), 3, pts)
 	wait("a latency point", `Number(document.getElementById("chart-lat").dataset.points) >= 1`)
-	require.Equal(t, "2", text("outcome-ok"), "outcomes count the deposit and the transfer")
+	require.Equal(t, "4", text("outcome-ok"), "outcomes count the two creations, the deposit and the transfer")
 	// One row per pipeline stage, each parked or awake.
 	for _, st := range []string{"transactor", "wal", "snapshotter"} {
 		wait("stage "+st, `["parked", "awake"].includes(document.getElementById("stage-`+st+`-state").textContent)`)

@@ -9,10 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lanework/lanework/ledger"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/lanework/lanework/ledger"
 )
 
 func dashGet(t *testing.T, url, token string) (*http.Response, []byte) {
@@ -70,7 +69,7 @@ func TestDashboardStatus(t *testing.T) {
 	require.Equal(t, 200, code, out)
 	code, out = httpDo(t, "POST", u+"/v1/ops", `{"type":"transfer","from":1,"to":2,"amount":500}`)
 	require.Equal(t, 200, code, out)
-	require.Equal(t, "insufficient_funds", out["fail"])
+	require.Equal(t, "exceeds_credits", out["fail"])
 
 	resp, body := dashGet(t, u+"/v1/status", "")
 	require.Equal(t, 200, resp.StatusCode)
@@ -78,8 +77,8 @@ func TestDashboardStatus(t *testing.T) {
 	var s jsonStatus
 	require.NoError(t, json.Unmarshal(body, &s), string(body))
 	assert.True(t, s.Up)
-	assert.EqualValues(t, 2, s.Indexes.Committed)
-	assert.EqualValues(t, 2, s.Committed)
+	assert.EqualValues(t, f.base+2, s.Indexes.Committed)
+	assert.EqualValues(t, f.base+2, s.Committed)
 	assert.NotZero(t, s.WAL.Batches)
 	assert.NotZero(t, s.WAL.Bytes)
 	assert.Positive(t, s.WAL.SyncNs)
@@ -103,8 +102,13 @@ func TestDashboardStatus(t *testing.T) {
 	for _, o := range s.Outcomes {
 		got[o.Name] = o.Count
 	}
-	assert.Equal(t, map[string]uint64{"ok": 1, "insufficient_funds": 1, "account_not_found": 0, "zero_sum_violation": 0,
-		"entry_limit_exceeded": 0, "balance_overflow": 0, "duplicate": 0}, got)
+	want := map[string]uint64{}
+	for f := ledger.OK; int(f) < ledger.NumFailReasons; f++ {
+		want[f.String()] = 0
+	}
+	want["ok"] = uint64(f.base) + 1 // the accounts created, and the deposit
+	want["exceeds_credits"] = 1
+	assert.Equal(t, want, got)
 	assert.NotZero(t, s.TimeMs)
 
 	// After Close the status still answers, and says so.

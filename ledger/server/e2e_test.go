@@ -25,13 +25,13 @@ func (m *model) apply(op ledger.Op) ledger.FailReason {
 		b[0] -= int64(o.Amount)
 	case ledger.Withdrawal:
 		if b[o.Account] < int64(o.Amount) {
-			return ledger.InsufficientFunds
+			return ledger.ExceedsCredits
 		}
 		b[o.Account] -= int64(o.Amount)
 		b[0] += int64(o.Amount)
 	case ledger.Transfer:
 		if b[o.From] < int64(o.Amount) {
-			return ledger.InsufficientFunds
+			return ledger.ExceedsCredits
 		}
 		b[o.From] -= int64(o.Amount)
 		b[o.To] += int64(o.Amount)
@@ -43,11 +43,12 @@ func (m *model) apply(op ledger.Op) ledger.FailReason {
 		if sum != 0 {
 			return ledger.ZeroSumViolation
 		}
-		if o.Flags&ledger.NoNegative != 0 {
-			for _, l := range o.Legs { // legs name distinct accounts
-				if l.Account != 0 && b[l.Account]+l.Delta < 0 {
-					return ledger.InsufficientFunds
-				}
+		// Every account but the system account has
+		// DebitsMustNotExceedCredits: with or without NoNegative, no leg
+		// takes one below zero.
+		for _, l := range o.Legs { // legs name distinct accounts
+			if l.Account != 0 && b[l.Account]+l.Delta < 0 {
+				return ledger.ExceedsCredits
 			}
 		}
 		for _, l := range o.Legs {
@@ -183,7 +184,7 @@ func TestEndToEnd(t *testing.T) {
 	require.Equal(t, clients*perClient, len(all))
 	slices.SortFunc(all, func(a, b submitted) int { return int(a.id) - int(b.id) })
 	for i := range all {
-		require.Equal(t, ledger.TxID(i+1), all[i].id, "ids are unique and contiguous")
+		require.Equal(t, f.base+ledger.TxID(i+1), all[i].id, "ids are unique and contiguous")
 	}
 	m := &model{bal: make([]int64, testAccounts)}
 	for _, s := range all {
@@ -217,6 +218,7 @@ func TestClientReconnectsAfterRestart(t *testing.T) {
 		return l, s
 	}
 	l, s := open("127.0.0.1:0")
+	createAccounts(t, l)
 	addr := s.Addr().String()
 	ctx := context.Background()
 	c, err := client.Dial(ctx, addr, client.WithConns(1))

@@ -41,6 +41,11 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	for _, id := range []uint64{1, 2} {
+		if _, err := c.SubmitAndWait(ctx, ledger.CreateAccount{ID: id, Ledger: 1}, ledger.Committed); err != nil {
+			log.Fatal(err)
+		}
+	}
 	if _, err := c.SubmitAndWait(ctx, ledger.Deposit{Account: 1, Amount: 100}, ledger.Committed); err != nil {
 		log.Fatal(err)
 	}
@@ -64,7 +69,7 @@ func Example() {
 	}
 	fmt.Println("closed:", l.Close())
 	// Output:
-	// transfer: 2 ok
+	// transfer: 4 ok
 	// GET balance: 200 {"account":2,"balance":30}
 	// closed: <nil>
 }

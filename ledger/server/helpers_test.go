@@ -15,19 +15,28 @@ import (
 const testAccounts = 1000
 
 type fixture struct {
-	dir string
-	l   *ledger.Ledger
-	s   *Server
+	dir  string
+	l    *ledger.Ledger
+	s    *Server
+	base ledger.TxID // the last of the transactions that created the accounts
 }
 
-// startServer opens a ledger in a temp dir and serves it on loopback ports
-// chosen by the kernel. Cleanup shuts both down.
-func startServer(t testing.TB, cfg Config) *fixture {
+// startServer opens a ledger in a temp dir, creates accounts 1 ..
+// testAccounts-1 in ledger 1 with DebitsMustNotExceedCredits (so no debit
+// takes one below zero), and serves it on loopback ports chosen by the
+// kernel. Cleanup shuts both down.
+func startServer(t testing.TB, cfg Config) *fixture { return startServerWith(t, cfg, true) }
+
+// startServerWith is startServer, creating the accounts only if create.
+func startServerWith(t testing.TB, cfg Config, create bool) *fixture {
 	t.Helper()
 	f := &fixture{dir: t.TempDir()}
 	var err error
 	f.l, err = ledger.Open(ledger.Config{Dir: f.dir, MaxAccounts: testAccounts})
 	require.NoError(t, err)
+	if create {
+		f.base = createAccounts(t, f.l)
+	}
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
@@ -68,3 +77,17 @@ func (f *fixture) raw(t testing.TB) net.Conn {
 }
 
 func (f *fixture) httpURL() string { return "http://" + f.s.HTTPAddr().String() }
+
+// createAccounts creates accounts 1 .. testAccounts-1 in l and returns the
+// last tx id, once they are visible.
+func createAccounts(t testing.TB, l *ledger.Ledger) ledger.TxID {
+	t.Helper()
+	ops := make([]ledger.Op, testAccounts-1)
+	for i := range ops {
+		ops[i] = ledger.CreateAccount{ID: uint64(i) + 1, Ledger: 1, Flags: ledger.DebitsMustNotExceedCredits}
+	}
+	_, last, err := l.SubmitBatch(ops)
+	require.NoError(t, err)
+	require.NoError(t, l.Wait(context.Background(), last, ledger.Snapshot))
+	return last
+}

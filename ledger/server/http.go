@@ -18,7 +18,9 @@ import (
 
 // Handler returns the HTTP/JSON API:
 //
-//	POST /v1/ops                     one op object or an array; ?wait=none|computed|committed|snapshot (default committed)
+//	POST /v1/ops                     one op object or an array; ?wait=none|computed|committed|snapshot (default committed);
+//	                                 a waited array answers {"first","last","results":[one result per op]}
+//	GET  /v1/accounts/{id}           the account: {"id":1,"ledger":1,...,"debits_posted":..,"balance":..}
 //	GET  /v1/accounts/{id}/balance   {"account":1,"balance":100}
 //	GET  /v1/tx/{id}                 {"id":1,"status":"committed","result":{...}}
 //	GET  /v1/indexes                 {"sequenced":..,"computed":..,"committed":..,"snapshot":..}
@@ -36,6 +38,7 @@ import (
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/ops", s.handleOps)
+	mux.HandleFunc("GET /v1/accounts/{id}", s.handleAccount)
 	mux.HandleFunc("GET /v1/accounts/{id}/balance", s.handleBalance)
 	mux.HandleFunc("GET /v1/tx/{id}", s.handleTx)
 	mux.HandleFunc("GET /v1/indexes", s.handleIndexes)
@@ -140,7 +143,7 @@ func (s *Server) httpError(w http.ResponseWriter, err error) {
 		if we.Code == wire.CodeTooLarge {
 			status = http.StatusRequestEntityTooLarge
 		}
-	case we.Code == wire.CodeNotFound:
+	case we.Code == wire.CodeNotFound || we.Code == wire.CodeAccountNotFound:
 		status = http.StatusNotFound
 	case we.Code == wire.CodeClosed || we.Code == wire.CodeFailed || we.Code == wire.CodeShutdown:
 		status = http.StatusServiceUnavailable
@@ -199,27 +202,34 @@ func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, toJSONResult(&res))
 		return
 	}
+	if !single && level >= ledger.Computed {
+		// A waited batch answers every op's result.
+		res, err := s.l.SubmitBatchAndWait(r.Context(), ops, level)
+		if err != nil {
+			s.httpError(w, err)
+			return
+		}
+		s.m.ops.Add(uint64(len(ops)))
+		out := jsonBatch{First: res[0].ID, Last: res[len(res)-1].ID, Results: make([]*jsonResult, len(res))}
+		for i := range res {
+			s.m.observe(&res[i])
+			out.Results[i] = toJSONResult(&res[i])
+		}
+		s.m.observeWait(level, start)
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
 	first, last, err := s.l.SubmitBatch(ops)
 	if err != nil {
 		s.httpError(w, err)
 		return
 	}
 	s.m.ops.Add(uint64(len(ops)))
-	if level >= ledger.Computed {
-		if err := s.l.Wait(r.Context(), last, level); err != nil {
-			s.httpError(w, err)
-			return
-		}
-	}
 	if single {
 		writeJSON(w, http.StatusAccepted, map[string]ledger.TxID{"id": first})
 		return
 	}
-	status := http.StatusOK
-	if level < ledger.Computed {
-		status = http.StatusAccepted
-	}
-	writeJSON(w, status, map[string]ledger.TxID{"first": first, "last": last})
+	writeJSON(w, http.StatusAccepted, map[string]ledger.TxID{"first": first, "last": last})
 }
 
 func pathUint(r *http.Request, name string) (uint64, error) {
@@ -245,6 +255,20 @@ func (s *Server) handleBalance(w http.ResponseWriter, r *http.Request) {
 		Account uint64 `json:"account"`
 		Balance int64  `json:"balance"`
 	}{id, b})
+}
+
+func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) {
+	id, err := pathUint(r, "id")
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	a, err := s.l.Lookup(id)
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toJSONAccount(&a, true))
 }
 
 func (s *Server) handleTx(w http.ResponseWriter, r *http.Request) {

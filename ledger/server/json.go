@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/lanework/lanework/ledger"
@@ -18,21 +19,26 @@ import (
 //	{"type":"withdrawal","account":1,"amount":5}
 //	{"type":"transfer","from":1,"to":2,"amount":5}
 //	{"type":"composite","legs":[{"account":1,"delta":-5},{"account":2,"delta":5}],"no_negative":true}
+//	{"type":"create_account","id":1,"ledger":1,"code":7,"flags":["debits_must_not_exceed_credits"],"user_data_0":5,"user_data_1":0}
 //
 // decoded under the op rule of the wire package (wire/oprule.go), the one
 // the binary protocol follows: exactly the fields of its type, each once,
 // each of its JSON type (null refused); user_ref and no_negative may be
-// left out.
+// left out, and so may create_account's code, flags and user data (flags
+// are the snake_case names of ledger.AccountFlags), and every op's "linked"
+// (true: linked to the next op of its batch, see ledger.MaxChain).
 
 // jsonFields lists each type's fields and whether they are required.
 var jsonFields = [...][]struct {
 	name     string
 	required bool
 }{
-	ledger.KindDeposit:    {{"account", true}, {"amount", true}, {"user_ref", false}},
-	ledger.KindWithdrawal: {{"account", true}, {"amount", true}, {"user_ref", false}},
-	ledger.KindTransfer:   {{"from", true}, {"to", true}, {"amount", true}, {"user_ref", false}},
-	ledger.KindComposite:  {{"legs", true}, {"no_negative", false}, {"user_ref", false}},
+	ledger.KindDeposit:    {{"account", true}, {"amount", true}, {"user_ref", false}, {"linked", false}},
+	ledger.KindWithdrawal: {{"account", true}, {"amount", true}, {"user_ref", false}, {"linked", false}},
+	ledger.KindTransfer:   {{"from", true}, {"to", true}, {"amount", true}, {"user_ref", false}, {"linked", false}},
+	ledger.KindComposite:  {{"legs", true}, {"no_negative", false}, {"user_ref", false}, {"linked", false}},
+	ledger.KindCreateAccount: {{"id", true}, {"ledger", true}, {"code", false}, {"flags", false},
+		{"user_data_0", false}, {"user_data_1", false}, {"user_ref", false}, {"linked", false}},
 }
 
 // member is one key and raw value of an object.
@@ -162,7 +168,7 @@ func parseOp(dec *json.Decoder, idx int) (ledger.Op, error) {
 		}
 		k, ok := wire.KindByName(name)
 		if !ok {
-			return nil, wire.FieldError(idx, 0, "type", "unknown op type %q (deposit, withdrawal, transfer or composite)", name)
+			return nil, wire.FieldError(idx, 0, "type", "unknown op type %q (create_account, deposit, withdrawal, transfer or composite)", name)
 		}
 		kind = k
 	}
@@ -170,9 +176,10 @@ func parseOp(dec *json.Decoder, idx int) (ledger.Op, error) {
 		return nil, wire.FieldError(idx, 0, "type", "missing")
 	}
 	fields := jsonFields[kind]
-	var u [4]uint64 // by position in fields
+	var u [8]uint64 // by position in fields
 	var legs []ledger.Leg
-	var noNeg bool
+	var noNeg, linked bool
+	var aflags ledger.AccountFlags
 	seen := 0
 	for _, m := range ms {
 		if m.key == "type" {
@@ -195,10 +202,16 @@ func parseOp(dec *json.Decoder, idx int) (ledger.Op, error) {
 			if err != nil {
 				return nil, err
 			}
-		case "no_negative":
+		case "flags":
+			aflags, p = parseAccountFlags(m.val)
+		case "no_negative", "linked":
+			v := &noNeg
+			if m.key == "linked" {
+				v = &linked
+			}
 			switch string(m.val) {
 			case "true":
-				noNeg = true
+				*v = true
 			case "false":
 			default:
 				p = "want a boolean, got " + rawKind(m.val)
@@ -217,20 +230,54 @@ func parseOp(dec *json.Decoder, idx int) (ledger.Op, error) {
 	}
 	var op ledger.Op
 	switch kind {
+	case ledger.KindCreateAccount:
+		for i, max := range [...]uint64{1: math.MaxUint32, 2: math.MaxUint16} {
+			if max != 0 && u[i] > max {
+				return nil, wire.FieldError(idx, kind, fields[i].name, "%d out of range", u[i])
+			}
+		}
+		op = ledger.CreateAccount{ID: u[0], Ledger: uint32(u[1]), Code: uint16(u[2]), Flags: aflags, UserData: [2]uint64{u[4], u[5]}, UserRef: u[6], Linked: linked}
 	case ledger.KindDeposit:
-		op = ledger.Deposit{Account: u[0], Amount: u[1], UserRef: u[2]}
+		op = ledger.Deposit{Account: u[0], Amount: u[1], UserRef: u[2], Linked: linked}
 	case ledger.KindWithdrawal:
-		op = ledger.Withdrawal{Account: u[0], Amount: u[1], UserRef: u[2]}
+		op = ledger.Withdrawal{Account: u[0], Amount: u[1], UserRef: u[2], Linked: linked}
 	case ledger.KindTransfer:
-		op = ledger.Transfer{From: u[0], To: u[1], Amount: u[2], UserRef: u[3]}
+		op = ledger.Transfer{From: u[0], To: u[1], Amount: u[2], UserRef: u[3], Linked: linked}
 	default:
-		c := ledger.Composite{Legs: legs, UserRef: u[2]}
+		c := ledger.Composite{Legs: legs, UserRef: u[2], Linked: linked}
 		if noNeg {
 			c.Flags = ledger.NoNegative
 		}
 		op = c
 	}
 	return op, wire.CheckSystemAccount(idx, op)
+}
+
+// parseAccountFlags decodes an array of flag names.
+func parseAccountFlags(raw json.RawMessage) (ledger.AccountFlags, string) {
+	if raw[0] != '[' {
+		return 0, "want an array of flag names, got " + rawKind(raw)
+	}
+	var names []json.RawMessage
+	if err := json.Unmarshal(raw, &names); err != nil {
+		return 0, err.Error()
+	}
+	var f ledger.AccountFlags
+	for _, n := range names {
+		var name string
+		if len(n) == 0 || n[0] != '"' || json.Unmarshal(n, &name) != nil {
+			return 0, "want a flag name, got " + rawKind(n)
+		}
+		b, ok := ledger.AccountFlagByName(name)
+		if !ok {
+			return 0, fmt.Sprintf("unknown flag %q", name)
+		}
+		if f&b != 0 {
+			return 0, fmt.Sprintf("flag %q repeated", name)
+		}
+		f |= b
+	}
+	return f, ""
 }
 
 // parseLegs decodes a composite's legs: an array of {"account","delta"}.
@@ -310,27 +357,62 @@ func parseOps(body []byte) (ops []ledger.Op, single bool, err error) {
 
 type jsonEntry struct {
 	Account uint64 `json:"account"`
+	Column  string `json:"column"`
 	Delta   int64  `json:"delta"`
-	Balance int64  `json:"balance"`
+	Value   int64  `json:"value"`
 }
 
 type jsonResult struct {
-	ID        ledger.TxID `json:"id"`
-	Kind      string      `json:"kind"`
-	Fail      string      `json:"fail"`
-	UserRef   uint64      `json:"user_ref,omitempty"`
-	DupOf     ledger.TxID `json:"dup_of,omitempty"`
-	Timestamp int64       `json:"timestamp"`
-	Entries   []jsonEntry `json:"entries"`
+	ID        ledger.TxID  `json:"id"`
+	Kind      string       `json:"kind"`
+	Fail      string       `json:"fail"`
+	UserRef   uint64       `json:"user_ref,omitempty"`
+	DupOf     ledger.TxID  `json:"dup_of,omitempty"`
+	Timestamp int64        `json:"timestamp"`
+	Entries   []jsonEntry  `json:"entries"`
+	Account   *jsonAccount `json:"account,omitempty"` // create_account
+}
+
+// jsonAccount is an account; the columns and balance only from a lookup.
+type jsonAccount struct {
+	ID             uint64    `json:"id"`
+	Ledger         uint32    `json:"ledger"`
+	Code           uint16    `json:"code"`
+	Flags          []string  `json:"flags"`
+	UserData       [2]uint64 `json:"user_data"`
+	DebitsPosted   *uint64   `json:"debits_posted,omitempty"`
+	CreditsPosted  *uint64   `json:"credits_posted,omitempty"`
+	DebitsPending  *uint64   `json:"debits_pending,omitempty"`
+	CreditsPending *uint64   `json:"credits_pending,omitempty"`
+	Balance        *int64    `json:"balance,omitempty"`
+}
+
+func toJSONAccount(a *ledger.Account, columns bool) *jsonAccount {
+	j := &jsonAccount{ID: a.ID, Ledger: a.Ledger, Code: a.Code, Flags: a.Flags.Names(), UserData: a.UserData}
+	if columns {
+		b := a.Balance()
+		j.DebitsPosted, j.CreditsPosted, j.DebitsPending, j.CreditsPending, j.Balance = &a.DebitsPosted, &a.CreditsPosted, &a.DebitsPending, &a.CreditsPending, &b
+	}
+	return j
 }
 
 func toJSONResult(r *ledger.Result) *jsonResult {
 	j := &jsonResult{ID: r.ID, Kind: r.Kind.String(), Fail: r.Fail.String(), UserRef: r.UserRef,
 		DupOf: r.DupOf, Timestamp: r.Timestamp, Entries: make([]jsonEntry, len(r.Entries))}
 	for i, e := range r.Entries {
-		j.Entries[i] = jsonEntry(e)
+		j.Entries[i] = jsonEntry{Account: e.Account, Column: e.Column.String(), Delta: e.Delta, Value: e.Value}
+	}
+	if r.Account != nil {
+		j.Account = toJSONAccount(r.Account, false)
 	}
 	return j
+}
+
+// jsonBatch is the answer to a waited batch: its ids and every op's result.
+type jsonBatch struct {
+	First   ledger.TxID   `json:"first"`
+	Last    ledger.TxID   `json:"last"`
+	Results []*jsonResult `json:"results"`
 }
 
 type jsonIndexes struct {

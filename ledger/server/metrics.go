@@ -30,9 +30,9 @@ type metrics struct {
 	requests     [256]atomic.Uint64  // by wire.Type
 	errors       [64]atomic.Uint64   // by wire.Code (the last slot collects larger codes)
 	authFails    [2][3]atomic.Uint64 // [tcp, http][missing, invalid, forbidden]
-	// fails counts the outcomes the server saw (SubmitWait and HTTP waits),
+	// fails counts the outcomes the server saw (every op it waited for),
 	// by kind and fail reason.
-	fails [8][8]atomic.Uint64
+	fails [ledger.NumKinds][ledger.NumFailReasons]atomic.Uint64
 
 	// submitWait[level] is the time from reading a submit-and-wait request
 	// (TCP submit_wait, or one HTTP op with ?wait=) to its answer, by the
@@ -55,7 +55,7 @@ func (m *metrics) authFailure(proto, reason string) {
 }
 
 func (m *metrics) observe(r *ledger.Result) {
-	m.fails[min(int(r.Kind), 7)][min(int(r.Fail), 7)].Add(1)
+	m.fails[min(int(r.Kind), ledger.NumKinds-1)][min(int(r.Fail), ledger.NumFailReasons-1)].Add(1)
 }
 
 // observeWait records a submit-and-wait's latency since start.
@@ -168,8 +168,8 @@ func (c serverCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	counter(dOps, m.ops.Load())
-	for k := ledger.KindDeposit; k <= ledger.KindComposite; k++ {
-		for f := ledger.OK; f <= ledger.Duplicate; f++ {
+	for k := ledger.KindDeposit; int(k) < ledger.NumKinds; k++ {
+		for f := ledger.OK; int(f) < ledger.NumFailReasons; f++ {
 			counter(dOutcomes, m.fails[k][f].Load(), k.String(), f.String())
 		}
 	}
@@ -235,12 +235,12 @@ func (c ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	}{{ledger.Sequenced, x.Sequenced}, {ledger.Computed, x.Computed}, {ledger.Committed, x.Committed}, {ledger.Snapshot, x.Snapshot}} {
 		gauge(dIndex, float64(p.id), p.l.String())
 	}
-	for k := ledger.KindDeposit; k <= ledger.KindComposite; k++ {
-		for f := ledger.OK; f <= ledger.Duplicate; f++ {
+	for k := ledger.KindDeposit; int(k) < ledger.NumKinds; k++ {
+		for f := ledger.OK; int(f) < ledger.NumFailReasons; f++ {
 			counter(dTx, st.Outcomes[k][f], k.String(), f.String())
 		}
 	}
-	for f := ledger.InsufficientFunds; f <= ledger.Duplicate; f++ {
+	for f := ledger.OK + 1; int(f) < ledger.NumFailReasons; f++ {
 		counter(dFails, st.Fails(f), f.String())
 	}
 	counter(dSubmitted, st.Submitted)

@@ -190,8 +190,8 @@ func TestPipelinedAndBatch(t *testing.T) {
 	}
 	first, last, err := c.SubmitBatch(ctx, ops, ledger.Snapshot)
 	require.NoError(t, err)
-	assert.Equal(t, ledger.TxID(n+1), first)
-	assert.Equal(t, ledger.TxID(n+5000), last)
+	assert.Equal(t, f.base+ledger.TxID(n+1), first)
+	assert.Equal(t, f.base+ledger.TxID(n+5000), last)
 	for a := uint64(1); a <= 20; a++ {
 		b, err := c.Balance(ctx, a)
 		require.NoError(t, err)

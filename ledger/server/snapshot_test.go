@@ -53,7 +53,7 @@ func TestSnapshotOverTCPAndHTTP(t *testing.T) {
 	require.NoError(t, err)
 	code, out := httpDo(t, "POST", f.httpURL()+"/v1/snapshot", "")
 	require.Equal(t, http.StatusOK, code, out)
-	assert.Equal(t, float64(4), out["tx_id"])
+	assert.Equal(t, float64(f.base+4), out["tx_id"])
 	code, _ = httpDo(t, "GET", f.httpURL()+"/v1/snapshot", "")
 	assert.Equal(t, http.StatusMethodNotAllowed, code)
 
@@ -63,9 +63,9 @@ func TestSnapshotOverTCPAndHTTP(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, rep.Snapshots)
 	newest := rep.Snapshots[len(rep.Snapshots)-1]
-	assert.Equal(t, inspect.SnapshotCheck{TxID: 4, Valid: true, Replayed: true}, newest)
+	assert.Equal(t, inspect.SnapshotCheck{TxID: f.base + 4, Valid: true, Replayed: true}, newest)
 	f.l = reopened(t, f.dir)
-	assert.Equal(t, ledger.TxID(4), f.l.Stats().SnapshotTx)
+	assert.Equal(t, f.base+4, f.l.Stats().SnapshotTx)
 	f.s, err = New(f.l, Config{Addr: "127.0.0.1:0", HTTPAddr: "off"})
 	require.NoError(t, err) // not started: the fixture's cleanup shuts it down and closes the ledger
 }

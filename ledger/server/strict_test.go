@@ -135,16 +135,17 @@ func TestStrictMsgpack(t *testing.T) {
 		field string
 	}{
 		{nil, "op"},
-		{[]any{tr, u(11), u(40), u(0)}, "kind"},        // no "to"
-		{[]any{dep, u(13), u(1), u(0), u(14)}, "kind"}, // a field too many
-		{[]any{dep, nil, u(1), u(0)}, "account"},       // nil is not 0
-		{[]any{dep, u(13), nil, u(0)}, "amount"},       // nil
-		{[]any{dep, u(13), "1", u(0)}, "amount"},       // string
-		{[]any{dep, u(13), 1.0, u(0)}, "amount"},       // float
-		{[]any{dep, u(13), int64(-1), u(0)}, "amount"}, // negative
-		{[]any{tr, u(0), u(12), u(10), u(0)}, "from"},  // system account
-		{[]any{tr, u(11), u(0), u(10), u(0)}, "to"},    // system account
-		{[]any{u(9), u(11), u(12), u(10)}, "kind"},     // unknown kind
+		{[]any{tr, u(11), u(40), u(0)}, "kind"},              // no "to"
+		{[]any{dep, u(13), u(1), u(0), u(14)}, "linked"},     // the optional field, not a boolean
+		{[]any{dep, u(13), u(1), u(0), true, u(14)}, "kind"}, // a field too many
+		{[]any{dep, nil, u(1), u(0)}, "account"},             // nil is not 0
+		{[]any{dep, u(13), nil, u(0)}, "amount"},             // nil
+		{[]any{dep, u(13), "1", u(0)}, "amount"},             // string
+		{[]any{dep, u(13), 1.0, u(0)}, "amount"},             // float
+		{[]any{dep, u(13), int64(-1), u(0)}, "amount"},       // negative
+		{[]any{tr, u(0), u(12), u(10), u(0)}, "from"},        // system account
+		{[]any{tr, u(11), u(0), u(10), u(0)}, "to"},          // system account
+		{[]any{u(9), u(11), u(12), u(10)}, "kind"},           // unknown kind
 		{[]any{cp, u(0), u(0), legs([]any{u(11), u(1<<64 - 1)}, []any{u(12), int64(1)})}, "legs[0].delta"},
 		{[]any{cp, u(0), u(0), legs([]any{u(11), int64(-1)}, []any{u(12), nil})}, "legs[1].delta"},
 		{[]any{cp, u(0), u(0), legs([]any{u(0), int64(-1)}, []any{u(12), int64(1)})}, "legs[0].account"},

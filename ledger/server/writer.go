@@ -18,7 +18,9 @@ type response struct {
 	bal         int64
 	level       ledger.Level
 	idx         ledger.Indexes
-	scope       Scope // TypeWelcome
+	scope       Scope           // TypeWelcome
+	acct        ledger.Account  // TypeAccountIs
+	results     []ledger.Result // TypeSubmitted of a waited batch
 }
 
 // outQueue hands responses to the writer. It grows only as far as the
@@ -144,7 +146,11 @@ func encode(e *wire.Encoder, r *response) {
 	case wire.TypePong:
 		e.Pong(r.id)
 	case wire.TypeSubmitted:
-		e.Submitted(r.id, r.first, r.last)
+		if r.results != nil {
+			e.SubmittedResults(r.id, r.first, r.last, r.results)
+		} else {
+			e.Submitted(r.id, r.first, r.last)
+		}
 	case wire.TypeResultIs:
 		e.ResultIs(r.id, &r.res)
 	case wire.TypeWaited:
@@ -159,5 +165,7 @@ func encode(e *wire.Encoder, r *response) {
 		e.SnapshotTaken(r.id, r.first)
 	case wire.TypeWelcome:
 		e.Welcome(r.id, r.scope.String())
+	case wire.TypeAccountIs:
+		e.AccountIs(r.id, &r.acct)
 	}
 }

@@ -24,19 +24,24 @@ const (
 
 // Ledger error codes (16 and up), one per ledger sentinel.
 const (
-	CodeClosed       Code = 16
-	CodeFailed       Code = 17
-	CodeNilOp        Code = 18
-	CodeZeroAmount   Code = 19
-	CodeAmountRange  Code = 20
-	CodeAccountRange Code = 21
-	CodeSameAccount  Code = 22
-	CodeNoLegs       Code = 23
-	CodeTooManyLegs  Code = 24
-	CodeFlags        Code = 25
-	CodeBatchSize    Code = 26
-	CodeLevel        Code = 27
-	CodeNotFound     Code = 29 // 28 is reserved
+	CodeClosed      Code = 16
+	CodeFailed      Code = 17
+	CodeNilOp       Code = 18
+	CodeZeroAmount  Code = 19
+	CodeAmountRange Code = 20
+	CodeSameAccount Code = 22 // 21 was account_range, before accounts were created
+	CodeNoLegs      Code = 23
+	CodeTooManyLegs Code = 24
+	CodeFlags       Code = 25
+	CodeBatchSize   Code = 26
+	CodeLevel       Code = 27
+	CodeNotFound    Code = 29 // 28 is reserved
+	// Created accounts: input codes of CreateAccount, and a Lookup or
+	// Balance of an account that does not exist.
+	CodeAccountID       Code = 30
+	CodeLedgerZero      Code = 31
+	CodeAccountFlags    Code = 32
+	CodeAccountNotFound Code = 33
 )
 
 // Sentinels for the protocol codes, matched with errors.Is on an *Error.
@@ -51,27 +56,30 @@ var (
 )
 
 var codeErrs = map[Code]error{
-	CodeMalformed:    ErrMalformed,
-	CodeUnknownType:  ErrUnknownType,
-	CodeTooLarge:     ErrFrameTooLarge,
-	CodeShutdown:     ErrShutdown,
-	CodeBusy:         ErrBusy,
-	CodeUnauthorized: ErrUnauthorized,
-	CodeForbidden:    ErrForbidden,
-	CodeInternal:     ErrInternal,
-	CodeClosed:       ledger.ErrClosed,
-	CodeFailed:       ledger.ErrFailed,
-	CodeNilOp:        ledger.ErrNilOp,
-	CodeZeroAmount:   ledger.ErrZeroAmount,
-	CodeAmountRange:  ledger.ErrAmountRange,
-	CodeAccountRange: ledger.ErrAccountRange,
-	CodeSameAccount:  ledger.ErrSameAccount,
-	CodeNoLegs:       ledger.ErrNoLegs,
-	CodeTooManyLegs:  ledger.ErrTooManyLegs,
-	CodeFlags:        ledger.ErrFlags,
-	CodeBatchSize:    ledger.ErrBatchSize,
-	CodeLevel:        ledger.ErrLevel,
-	CodeNotFound:     ledger.ErrNotFound,
+	CodeMalformed:       ErrMalformed,
+	CodeUnknownType:     ErrUnknownType,
+	CodeTooLarge:        ErrFrameTooLarge,
+	CodeShutdown:        ErrShutdown,
+	CodeBusy:            ErrBusy,
+	CodeUnauthorized:    ErrUnauthorized,
+	CodeForbidden:       ErrForbidden,
+	CodeInternal:        ErrInternal,
+	CodeClosed:          ledger.ErrClosed,
+	CodeFailed:          ledger.ErrFailed,
+	CodeNilOp:           ledger.ErrNilOp,
+	CodeZeroAmount:      ledger.ErrZeroAmount,
+	CodeAmountRange:     ledger.ErrAmountRange,
+	CodeSameAccount:     ledger.ErrSameAccount,
+	CodeNoLegs:          ledger.ErrNoLegs,
+	CodeTooManyLegs:     ledger.ErrTooManyLegs,
+	CodeFlags:           ledger.ErrFlags,
+	CodeBatchSize:       ledger.ErrBatchSize,
+	CodeLevel:           ledger.ErrLevel,
+	CodeNotFound:        ledger.ErrNotFound,
+	CodeAccountID:       ledger.ErrAccountID,
+	CodeLedgerZero:      ledger.ErrLedgerZero,
+	CodeAccountFlags:    ledger.ErrAccountFlags,
+	CodeAccountNotFound: ledger.ErrAccountNotFound,
 }
 
 // order matters: ErrFailed wraps storage errors, so it is tested before the
@@ -85,7 +93,9 @@ var errCodes = []struct {
 	{ErrUnauthorized, CodeUnauthorized}, {ErrForbidden, CodeForbidden},
 	{ledger.ErrClosed, CodeClosed}, {ledger.ErrFailed, CodeFailed},
 	{ledger.ErrNilOp, CodeNilOp}, {ledger.ErrZeroAmount, CodeZeroAmount},
-	{ledger.ErrAmountRange, CodeAmountRange}, {ledger.ErrAccountRange, CodeAccountRange},
+	{ledger.ErrAmountRange, CodeAmountRange}, {ledger.ErrAccountID, CodeAccountID},
+	{ledger.ErrLedgerZero, CodeLedgerZero}, {ledger.ErrAccountFlags, CodeAccountFlags},
+	{ledger.ErrAccountNotFound, CodeAccountNotFound},
 	{ledger.ErrSameAccount, CodeSameAccount}, {ledger.ErrNoLegs, CodeNoLegs},
 	{ledger.ErrTooManyLegs, CodeTooManyLegs}, {ledger.ErrFlags, CodeFlags},
 	{ledger.ErrBatchSize, CodeBatchSize}, {ledger.ErrLevel, CodeLevel},
@@ -96,7 +106,8 @@ var codeNames = map[Code]string{
 	CodeMalformed: "malformed", CodeUnknownType: "unknown_type", CodeTooLarge: "too_large",
 	CodeShutdown: "shutdown", CodeBusy: "busy", CodeUnauthorized: "unauthorized", CodeForbidden: "forbidden",
 	CodeInternal: "internal", CodeClosed: "closed", CodeFailed: "failed", CodeNilOp: "nil_op",
-	CodeZeroAmount: "zero_amount", CodeAmountRange: "amount_range", CodeAccountRange: "account_range",
+	CodeZeroAmount: "zero_amount", CodeAmountRange: "amount_range", CodeAccountID: "account_id",
+	CodeLedgerZero: "ledger_zero", CodeAccountFlags: "account_flags", CodeAccountNotFound: "account_not_found",
 	CodeSameAccount: "same_account", CodeNoLegs: "no_legs", CodeTooManyLegs: "too_many_legs",
 	CodeFlags: "flags", CodeBatchSize: "batch_size", CodeLevel: "level", CodeNotFound: "not_found",
 }
@@ -111,11 +122,13 @@ func (c Code) String() string {
 }
 
 // IsInput reports whether c is one of the codes of a ledger.InputError.
-func (c Code) IsInput() bool { return c >= CodeNilOp && c <= CodeBatchSize }
+func (c Code) IsInput() bool {
+	return c >= CodeNilOp && c <= CodeBatchSize || c >= CodeAccountID && c <= CodeAccountFlags
+}
 
 // Error is a TypeError body: a failure the server reports for one request.
 // It unwraps to the matching sentinel (a ledger sentinel such as
-// ledger.ErrAccountRange or a wire sentinel such as ErrMalformed), so
+// ledger.ErrAccountNotFound or a wire sentinel such as ErrMalformed), so
 // errors.Is works across the network.
 type Error struct {
 	Code    Code

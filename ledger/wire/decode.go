@@ -270,6 +270,8 @@ func codeName(c byte) string {
 	switch {
 	case c == msgpcode.Nil:
 		return "nil"
+	case msgpcode.IsFixedNum(c) || (c >= msgpcode.Uint8 && c <= msgpcode.Int64):
+		return "an integer"
 	case c == msgpcode.True || c == msgpcode.False:
 		return "a boolean"
 	case c == msgpcode.Float || c == msgpcode.Double:
@@ -337,7 +339,7 @@ func (d *Decoder) Request(t Type, body []byte, req *Request) error {
 				req.Level, err = d.level()
 			}
 		}
-	case TypeBalance:
+	case TypeBalance, TypeLookup:
 		if err = d.openExact(1); err == nil {
 			req.Account, err = d.field("account")
 		}
@@ -413,14 +415,29 @@ func (d *Decoder) op(idx int) (ledger.Op, error) {
 		return nil, FieldError(idx, 0, "kind", "%s", p)
 	}
 	kind := ledger.Kind(k)
-	if k > math.MaxUint8 || kind < ledger.KindDeposit || kind > ledger.KindComposite {
+	if k > math.MaxUint8 || kind < ledger.KindDeposit || kind > ledger.KindCreateAccount {
 		return nil, FieldError(idx, 0, "kind", "unknown kind %d", k)
 	}
 	fields := msgpackFields[kind]
-	if n-1 != len(fields) {
-		return nil, FieldError(idx, kind, "kind", "%d fields, want %d: %v", n-1, len(fields), fields)
+	hasLinked := n-1 == len(fields)+1 // the optional last element
+	if n-1 != len(fields) && !hasLinked {
+		return nil, FieldError(idx, kind, "kind", "%d fields, want %d: %v (and linked, optionally)", n-1, len(fields), fields)
 	}
-	var v [4]uint64
+	linked := func() (bool, error) {
+		if !hasLinked {
+			return false, nil
+		}
+		if c, err := d.dec.PeekCode(); err != nil || (c != msgpcode.True && c != msgpcode.False) {
+			what := "missing"
+			if err == nil {
+				what = codeName(c)
+			}
+			return false, FieldError(idx, kind, "linked", "%s, want a boolean", what)
+		}
+		v, _ := d.dec.DecodeBool()
+		return v, nil
+	}
+	var v [7]uint64
 	if kind == ledger.KindComposite {
 		for i := range 2 { // flags, user_ref; legs follow
 			if v[i], p = d.uintOf(); p != "" {
@@ -434,7 +451,11 @@ func (d *Decoder) op(idx int) (ledger.Op, error) {
 		if err != nil {
 			return nil, err
 		}
-		op := ledger.Composite{Legs: legs, Flags: ledger.CompositeFlags(v[0]), UserRef: v[1]}
+		lk, err := linked()
+		if err != nil {
+			return nil, err
+		}
+		op := ledger.Composite{Legs: legs, Flags: ledger.CompositeFlags(v[0]), UserRef: v[1], Linked: lk}
 		return op, CheckSystemAccount(idx, op)
 	}
 	for i := range fields {
@@ -442,24 +463,36 @@ func (d *Decoder) op(idx int) (ledger.Op, error) {
 			return nil, FieldError(idx, kind, fields[i], "%s", p)
 		}
 	}
+	lk, err := linked()
+	if err != nil {
+		return nil, err
+	}
 	arena := idx >= 0
 	switch kind {
+	case ledger.KindCreateAccount:
+		for i, max := range [...]uint64{1: math.MaxUint32, 2: math.MaxUint16, 3: math.MaxUint16} {
+			if max != 0 && v[i] > max {
+				return nil, FieldError(idx, kind, fields[i], "%d out of range", v[i])
+			}
+		}
+		return ledger.CreateAccount{ID: v[0], Ledger: uint32(v[1]), Code: uint16(v[2]), Flags: ledger.AccountFlags(v[3]),
+			UserData: [2]uint64{v[4], v[5]}, UserRef: v[6], Linked: lk}, nil
 	case ledger.KindDeposit:
-		o := ledger.Deposit{Account: v[0], Amount: v[1], UserRef: v[2]}
+		o := ledger.Deposit{Account: v[0], Amount: v[1], UserRef: v[2], Linked: lk}
 		if !arena {
 			return o, nil
 		}
 		d.deps = append(d.deps, o)
 		return &d.deps[len(d.deps)-1], nil
 	case ledger.KindWithdrawal:
-		o := ledger.Withdrawal{Account: v[0], Amount: v[1], UserRef: v[2]}
+		o := ledger.Withdrawal{Account: v[0], Amount: v[1], UserRef: v[2], Linked: lk}
 		if !arena {
 			return o, nil
 		}
 		d.wds = append(d.wds, o)
 		return &d.wds[len(d.wds)-1], nil
 	default: // transfer
-		o := ledger.Transfer{From: v[0], To: v[1], Amount: v[2], UserRef: v[3]}
+		o := ledger.Transfer{From: v[0], To: v[1], Amount: v[2], UserRef: v[3], Linked: lk}
 		if err := checkTransfer(idx, &o); err != nil {
 			return nil, err
 		}
@@ -473,10 +506,11 @@ func (d *Decoder) op(idx int) (ledger.Op, error) {
 
 // msgpackFields names the fields after the kind, in order.
 var msgpackFields = [...][]string{
-	ledger.KindDeposit:    {"account", "amount", "user_ref"},
-	ledger.KindWithdrawal: {"account", "amount", "user_ref"},
-	ledger.KindTransfer:   {"from", "to", "amount", "user_ref"},
-	ledger.KindComposite:  {"flags", "user_ref", "legs"},
+	ledger.KindDeposit:       {"account", "amount", "user_ref"},
+	ledger.KindWithdrawal:    {"account", "amount", "user_ref"},
+	ledger.KindTransfer:      {"from", "to", "amount", "user_ref"},
+	ledger.KindComposite:     {"flags", "user_ref", "legs"},
+	ledger.KindCreateAccount: {"id", "ledger", "code", "flags", "user_data_0", "user_data_1", "user_ref"},
 }
 
 // legs decodes a composite's [[account, delta]...]. They are freshly
@@ -543,14 +577,63 @@ func (d *Decoder) Submitted(body []byte) (first, last ledger.TxID, err error) {
 	return ledger.TxID(f), ledger.TxID(l), d.finish(extra)
 }
 
+// SubmittedResults decodes a TypeSubmitted body with its per-op results
+// (nil if the server sent none: a batch answered at Sequenced).
+func (d *Decoder) SubmittedResults(body []byte) (first, last ledger.TxID, res []ledger.Result, err error) {
+	d.reset(body)
+	extra, err := d.open(2)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	var f, l uint64
+	if err := d.uints(&f, &l); err != nil {
+		return 0, 0, nil, err
+	}
+	if extra > 0 {
+		extra--
+		n, err := d.arrayLen()
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		if n > MaxOps {
+			return 0, 0, nil, malformed("results: %d above %d", n, MaxOps)
+		}
+		res = make([]ledger.Result, n)
+		for i := range res {
+			m, err := d.arrayLen()
+			if err != nil {
+				return 0, 0, nil, err
+			}
+			if m < 7 {
+				return 0, 0, nil, malformed("result has %d fields, want 7", m)
+			}
+			if res[i], err = d.result(m - 7); err != nil {
+				return 0, 0, nil, err
+			}
+		}
+	}
+	return ledger.TxID(f), ledger.TxID(l), res, d.finish(extra)
+}
+
 // ResultIs decodes a TypeResultIs body.
 func (d *Decoder) ResultIs(body []byte) (ledger.Result, error) {
 	d.reset(body)
-	var r ledger.Result
-	extra, err := d.open(7)
+	extra, err := d.open(7) // the account, 8th, came with created accounts
+	if err != nil {
+		return ledger.Result{}, err
+	}
+	r, err := d.result(extra)
 	if err != nil {
 		return r, err
 	}
+	return r, d.finish(0)
+}
+
+// result decodes the fields of a result after its array header: 7, and
+// extra more (the first of them the account).
+func (d *Decoder) result(extra int) (ledger.Result, error) {
+	var r ledger.Result
+	var err error
 	var id, kind, fail, dup uint64
 	if err := d.uints(&id, &kind, &fail, &r.UserRef, &dup); err != nil {
 		return r, err
@@ -574,24 +657,75 @@ func (d *Decoder) ResultIs(body []byte) (ledger.Result, error) {
 		if err != nil {
 			return r, err
 		}
-		if m < 3 {
-			return r, malformed("entry has %d fields, want 3", m)
+		if m < 4 {
+			return r, malformed("entry has %d fields, want 4", m)
 		}
 		en := &r.Entries[i]
-		if en.Account, err = d.u(); err != nil {
+		var col uint64
+		if err := d.uints(&en.Account, &col); err != nil {
 			return r, err
 		}
+		if col > math.MaxUint8 {
+			return r, malformed("entry column %d", col)
+		}
+		en.Column = ledger.Column(col)
 		if en.Delta, err = d.i(); err != nil {
 			return r, err
 		}
-		if en.Balance, err = d.i(); err != nil {
+		if en.Value, err = d.i(); err != nil {
 			return r, err
 		}
-		if err := d.finishOp(m - 3); err != nil {
+		if err := d.finishOp(m - 4); err != nil {
 			return r, err
 		}
 	}
-	return r, d.finish(extra)
+	if extra == 0 {
+		return r, nil
+	}
+	extra--
+	if c, _ := d.dec.PeekCode(); c == msgpcode.Nil {
+		_ = d.dec.Skip()
+		return r, d.finishOp(extra)
+	}
+	m, err := d.arrayLen()
+	if err != nil {
+		return r, err
+	}
+	if m < 6 {
+		return r, malformed("account has %d fields, want 6", m)
+	}
+	var v [6]uint64
+	if err := d.uints(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5]); err != nil {
+		return r, err
+	}
+	if v[1] > math.MaxUint32 || v[2] > math.MaxUint16 || v[3] > math.MaxUint16 {
+		return r, malformed("account ledger %d code %d flags %d", v[1], v[2], v[3])
+	}
+	r.Account = &ledger.Account{ID: v[0], Ledger: uint32(v[1]), Code: uint16(v[2]), Flags: ledger.AccountFlags(v[3]), UserData: [2]uint64{v[4], v[5]}}
+	if err := d.finishOp(m - 6); err != nil {
+		return r, err
+	}
+	return r, d.finishOp(extra)
+}
+
+// AccountIs decodes a TypeAccountIs body.
+func (d *Decoder) AccountIs(body []byte) (ledger.Account, error) {
+	d.reset(body)
+	var a ledger.Account
+	extra, err := d.open(10)
+	if err != nil {
+		return a, err
+	}
+	var lg, code, flags uint64
+	if err := d.uints(&a.ID, &lg, &code, &flags, &a.UserData[0], &a.UserData[1],
+		&a.DebitsPosted, &a.CreditsPosted, &a.DebitsPending, &a.CreditsPending); err != nil {
+		return a, err
+	}
+	if lg > math.MaxUint32 || code > math.MaxUint16 || flags > math.MaxUint16 {
+		return a, malformed("account ledger %d code %d flags %d", lg, code, flags)
+	}
+	a.Ledger, a.Code, a.Flags = uint32(lg), uint16(code), ledger.AccountFlags(flags)
+	return a, d.finish(extra)
 }
 
 // BalanceIs decodes a TypeBalanceIs body.

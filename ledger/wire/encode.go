@@ -99,6 +99,13 @@ func (e *Encoder) Balance(id, account uint64) int {
 	return e.end()
 }
 
+// Lookup appends a TypeLookup request.
+func (e *Encoder) Lookup(id, account uint64) int {
+	e.begin(TypeLookup, id, 1)
+	e.u(account)
+	return e.end()
+}
+
 // Status appends a TypeStatus request.
 func (e *Encoder) Status(id uint64, tx ledger.TxID) int {
 	e.begin(TypeStatus, id, 1)
@@ -151,20 +158,28 @@ func (e *Encoder) Raw(t Type, id uint64, body []byte) int {
 // unknown type is encoded as msgpack nil, which the server refuses.
 func (e *Encoder) op(op ledger.Op) {
 	switch o := op.(type) {
+	case ledger.CreateAccount:
+		e.createAccount(&o)
+		return
+	case *ledger.CreateAccount:
+		if o != nil {
+			e.createAccount(o)
+			return
+		}
 	case ledger.Deposit:
-		e.single(ledger.KindDeposit, o.Account, o.Amount, o.UserRef)
+		e.single(ledger.KindDeposit, o.Account, o.Amount, o.UserRef, o.Linked)
 		return
 	case *ledger.Deposit:
 		if o != nil {
-			e.single(ledger.KindDeposit, o.Account, o.Amount, o.UserRef)
+			e.single(ledger.KindDeposit, o.Account, o.Amount, o.UserRef, o.Linked)
 			return
 		}
 	case ledger.Withdrawal:
-		e.single(ledger.KindWithdrawal, o.Account, o.Amount, o.UserRef)
+		e.single(ledger.KindWithdrawal, o.Account, o.Amount, o.UserRef, o.Linked)
 		return
 	case *ledger.Withdrawal:
 		if o != nil {
-			e.single(ledger.KindWithdrawal, o.Account, o.Amount, o.UserRef)
+			e.single(ledger.KindWithdrawal, o.Account, o.Amount, o.UserRef, o.Linked)
 			return
 		}
 	case ledger.Transfer:
@@ -187,25 +202,55 @@ func (e *Encoder) op(op ledger.Op) {
 	_ = e.enc.EncodeNil()
 }
 
-func (e *Encoder) single(k ledger.Kind, account, amount, ref uint64) {
-	_ = e.enc.EncodeArrayLen(4)
+// linked appends the optional last element of an op: true for a linked op,
+// nothing otherwise (n is the op's array length without it).
+func (e *Encoder) opLen(n int, linked bool) {
+	if linked {
+		n++
+	}
+	_ = e.enc.EncodeArrayLen(n)
+}
+
+func (e *Encoder) linked(l bool) {
+	if l {
+		_ = e.enc.EncodeBool(true)
+	}
+}
+
+func (e *Encoder) createAccount(o *ledger.CreateAccount) {
+	e.opLen(8, o.Linked)
+	e.u(uint64(ledger.KindCreateAccount))
+	e.u(o.ID)
+	e.u(uint64(o.Ledger))
+	e.u(uint64(o.Code))
+	e.u(uint64(o.Flags))
+	e.u(o.UserData[0])
+	e.u(o.UserData[1])
+	e.u(o.UserRef)
+	e.linked(o.Linked)
+}
+
+func (e *Encoder) single(k ledger.Kind, account, amount, ref uint64, linked bool) {
+	e.opLen(4, linked)
 	e.u(uint64(k))
 	e.u(account)
 	e.u(amount)
 	e.u(ref)
+	e.linked(linked)
 }
 
 func (e *Encoder) transfer(o *ledger.Transfer) {
-	_ = e.enc.EncodeArrayLen(5)
+	e.opLen(5, o.Linked)
 	e.u(uint64(ledger.KindTransfer))
 	e.u(o.From)
 	e.u(o.To)
 	e.u(o.Amount)
 	e.u(o.UserRef)
+	e.linked(o.Linked)
 }
 
 func (e *Encoder) composite(o *ledger.Composite) {
-	_ = e.enc.EncodeArrayLen(4)
+	e.opLen(4, o.Linked)
 	e.u(uint64(ledger.KindComposite))
 	e.u(uint64(o.Flags))
 	e.u(o.UserRef)
@@ -215,6 +260,7 @@ func (e *Encoder) composite(o *ledger.Composite) {
 		e.u(l.Account)
 		e.i(l.Delta)
 	}
+	e.linked(o.Linked)
 }
 
 // Pong appends a TypePong response.
@@ -228,10 +274,32 @@ func (e *Encoder) Submitted(id uint64, first, last ledger.TxID) int {
 	return e.end()
 }
 
+// SubmittedResults appends a TypeSubmitted response carrying the per-op
+// results of the batch first..last: [first, last, [result...]], each
+// result as a TypeResultIs body.
+func (e *Encoder) SubmittedResults(id uint64, first, last ledger.TxID, res []ledger.Result) int {
+	e.begin(TypeSubmitted, id, 3)
+	e.u(uint64(first))
+	e.u(uint64(last))
+	_ = e.enc.EncodeArrayLen(len(res))
+	for i := range res {
+		_ = e.enc.EncodeArrayLen(8)
+		e.result(&res[i])
+	}
+	return e.end()
+}
+
 // ResultIs appends a TypeResultIs response:
-// [id, kind, fail, user_ref, dup_of, timestamp, [[account, delta, balance]...]].
+// [id, kind, fail, user_ref, dup_of, timestamp, [[account, column, delta, value]...], account],
+// where account is a create_account's [id, ledger, code, flags, user_data_0, user_data_1], else nil.
 func (e *Encoder) ResultIs(id uint64, r *ledger.Result) int {
-	e.begin(TypeResultIs, id, 7)
+	e.begin(TypeResultIs, id, 8)
+	e.result(r)
+	return e.end()
+}
+
+// result appends the 8 fields of a result (the array header is the caller's).
+func (e *Encoder) result(r *ledger.Result) {
 	e.u(uint64(r.ID))
 	e.u(uint64(r.Kind))
 	e.u(uint64(r.Fail))
@@ -240,11 +308,40 @@ func (e *Encoder) ResultIs(id uint64, r *ledger.Result) int {
 	e.i(r.Timestamp)
 	_ = e.enc.EncodeArrayLen(len(r.Entries))
 	for _, en := range r.Entries {
-		_ = e.enc.EncodeArrayLen(3)
+		_ = e.enc.EncodeArrayLen(4)
 		e.u(en.Account)
+		e.u(uint64(en.Column))
 		e.i(en.Delta)
-		e.i(en.Balance)
+		e.i(en.Value)
 	}
+	if a := r.Account; a != nil {
+		_ = e.enc.EncodeArrayLen(6)
+		e.u(a.ID)
+		e.u(uint64(a.Ledger))
+		e.u(uint64(a.Code))
+		e.u(uint64(a.Flags))
+		e.u(a.UserData[0])
+		e.u(a.UserData[1])
+	} else {
+		_ = e.enc.EncodeNil()
+	}
+}
+
+// AccountIs appends a TypeAccountIs response: [id, ledger, code, flags,
+// user_data_0, user_data_1, debits_posted, credits_posted, debits_pending,
+// credits_pending].
+func (e *Encoder) AccountIs(id uint64, a *ledger.Account) int {
+	e.begin(TypeAccountIs, id, 10)
+	e.u(a.ID)
+	e.u(uint64(a.Ledger))
+	e.u(uint64(a.Code))
+	e.u(uint64(a.Flags))
+	e.u(a.UserData[0])
+	e.u(a.UserData[1])
+	e.u(a.DebitsPosted)
+	e.u(a.CreditsPosted)
+	e.u(a.DebitsPending)
+	e.u(a.CreditsPending)
 	return e.end()
 }
 

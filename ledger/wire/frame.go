@@ -25,6 +25,7 @@ const (
 	TypeIndexes    Type = 0x08 // body []; answer TypeIndexesAre
 	TypeSnapshot   Type = 0x09 // body []; answer TypeSnapshotTaken
 	TypeHello      Type = 0x0A // body [token]; answer TypeWelcome. First frame on a server with tokens.
+	TypeLookup     Type = 0x0B // body [account]; answer TypeAccountIs
 )
 
 // Response types.
@@ -38,18 +39,19 @@ const (
 	TypeIndexesAre         = TypeIndexes | respBit    // body [sequenced, computed, committed, snapshot]
 	TypeSnapshotTaken      = TypeSnapshot | respBit   // body [tx_id]
 	TypeWelcome            = TypeHello | respBit      // body [scope]: "read_only" or "read_write"
+	TypeAccountIs          = TypeLookup | respBit     // body account (see Encoder.AccountIs)
 	TypeError         Type = 0xFF                     // body [code, index, message]
 )
 
 const respBit Type = 0x80
 
 // IsRequest reports whether t is a request type this version knows.
-func (t Type) IsRequest() bool { return t >= TypePing && t <= TypeHello }
+func (t Type) IsRequest() bool { return t >= TypePing && t <= TypeLookup }
 
 var typeNames = map[Type]string{
 	TypePing: "ping", TypeSubmit: "submit", TypeSubmitWait: "submit_wait", TypeWait: "wait",
 	TypeBalance: "balance", TypeStatus: "status", TypeResult: "result", TypeIndexes: "indexes",
-	TypeSnapshot: "snapshot", TypeHello: "hello",
+	TypeSnapshot: "snapshot", TypeHello: "hello", TypeLookup: "lookup", TypeAccountIs: "account_is",
 	TypePong: "pong", TypeSubmitted: "submitted", TypeResultIs: "result_is", TypeWaited: "waited",
 	TypeBalanceIs: "balance_is", TypeStatusIs: "status_is", TypeIndexesAre: "indexes_are",
 	TypeSnapshotTaken: "snapshot_taken", TypeWelcome: "welcome",

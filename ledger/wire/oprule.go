@@ -29,7 +29,7 @@ import (
 // KindByName returns the kind whose snake_case name (ledger.Kind.String)
 // is s; false for any other spelling.
 func KindByName(s string) (ledger.Kind, bool) {
-	for k := ledger.KindDeposit; k <= ledger.KindComposite; k++ {
+	for k := ledger.KindDeposit; k <= ledger.KindCreateAccount; k++ {
 		if k.String() == s {
 			return k, true
 		}

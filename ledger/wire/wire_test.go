@@ -45,8 +45,9 @@ func TestRequestRoundTrip(t *testing.T) {
 	ops := []ledger.Op{
 		ledger.Deposit{Account: 1, Amount: 100, UserRef: 7},
 		&ledger.Withdrawal{Account: 2, Amount: 1 << 40},
-		ledger.Transfer{From: 1, To: 2, Amount: 5, UserRef: 1<<64 - 1},
-		ledger.Composite{Legs: []ledger.Leg{{Account: 1, Delta: -3}, {Account: 2, Delta: 3}}, Flags: ledger.NoNegative, UserRef: 9},
+		ledger.Transfer{From: 1, To: 2, Amount: 5, UserRef: 1<<64 - 1, Linked: true},
+		ledger.Composite{Legs: []ledger.Leg{{Account: 1, Delta: -3}, {Account: 2, Delta: 3}}, Flags: ledger.NoNegative, UserRef: 9, Linked: true},
+		ledger.CreateAccount{ID: 1 << 63, Ledger: 1<<32 - 1, Code: 7, Flags: ledger.CreditsMustNotExceedDebits | ledger.History, UserData: [2]uint64{1, 1<<64 - 1}, UserRef: 4},
 	}
 	e := NewEncoder()
 	e.Ping(1)
@@ -58,15 +59,16 @@ func TestRequestRoundTrip(t *testing.T) {
 	e.Result(7, 78)
 	e.Indexes(8)
 	e.Snapshot(9)
+	e.Lookup(10, 1<<64-1)
 	fs := frames(t, e.Bytes(), 0)
-	require.Len(t, fs, 9)
+	require.Len(t, fs, 10)
 	d := NewDecoder()
 	var req Request
 	want := []Request{
 		{},
 		{Level: ledger.Committed, Ops: []ledger.Op{
 			&ledger.Deposit{Account: 1, Amount: 100, UserRef: 7}, &ledger.Withdrawal{Account: 2, Amount: 1 << 40},
-			&ledger.Transfer{From: 1, To: 2, Amount: 5, UserRef: 1<<64 - 1}, ops[3]}},
+			&ledger.Transfer{From: 1, To: 2, Amount: 5, UserRef: 1<<64 - 1, Linked: true}, ops[3], ops[4]}},
 		{Level: ledger.Snapshot, Op: ops[2]},
 		{Tx: 99, Level: ledger.Computed},
 		{Account: 42},
@@ -74,8 +76,9 @@ func TestRequestRoundTrip(t *testing.T) {
 		{Tx: 78},
 		{},
 		{},
+		{Account: 1<<64 - 1},
 	}
-	types := []Type{TypePing, TypeSubmit, TypeSubmitWait, TypeWait, TypeBalance, TypeStatus, TypeResult, TypeIndexes, TypeSnapshot}
+	types := []Type{TypePing, TypeSubmit, TypeSubmitWait, TypeWait, TypeBalance, TypeStatus, TypeResult, TypeIndexes, TypeSnapshot, TypeLookup}
 	for i, f := range fs {
 		assert.Equal(t, types[i], f.h.Type)
 		assert.Equal(t, uint64(i+1), f.h.ID)
@@ -86,7 +89,11 @@ func TestRequestRoundTrip(t *testing.T) {
 
 func TestResponseRoundTrip(t *testing.T) {
 	res := ledger.Result{ID: 5, Kind: ledger.KindTransfer, Fail: ledger.OK, UserRef: 3, Timestamp: -1,
-		Entries: []ledger.Entry{{Account: 1, Delta: -5, Balance: 10}, {Account: 2, Delta: 5, Balance: 1 << 62}}}
+		Entries: []ledger.Entry{{Account: 1, Column: ledger.DebitsPosted, Delta: 5, Value: 10}, {Account: 2, Column: ledger.CreditsPending, Delta: -5, Value: 1 << 62}}}
+	created := ledger.Result{ID: 6, Kind: ledger.KindCreateAccount, Fail: ledger.ExistsWithDifferentCode,
+		Account: &ledger.Account{ID: 9, Ledger: 3, Code: 4, Flags: ledger.Closed, UserData: [2]uint64{5, 6}}}
+	acct := ledger.Account{ID: 1<<64 - 1, Ledger: 2, Code: 1, Flags: ledger.DebitsMustNotExceedCredits, UserData: [2]uint64{0, 3},
+		DebitsPosted: 1, CreditsPosted: 1<<63 - 1, DebitsPending: 2, CreditsPending: 3}
 	x := ledger.Indexes{Sequenced: 9, Computed: 8, Committed: 7, Snapshot: 6}
 	e := NewEncoder()
 	e.Pong(1)
@@ -96,11 +103,14 @@ func TestResponseRoundTrip(t *testing.T) {
 	e.BalanceIs(5, -12345678901)
 	e.StatusIs(6, ledger.Committed)
 	e.IndexesAre(7, x)
-	e.Error(8, &Error{Code: CodeAccountRange, Index: 3, Message: "nope"})
+	e.Error(8, &Error{Code: CodeAccountNotFound, Index: 3, Message: "nope"})
 	e.ResultIs(9, &ledger.Result{ID: 1, Fail: ledger.Duplicate, DupOf: 1})
 	e.SnapshotTaken(10, 1<<40)
+	e.ResultIs(11, &created)
+	e.AccountIs(12, &acct)
+	e.SubmittedResults(13, 5, 6, []ledger.Result{res, created})
 	fs := frames(t, e.Bytes(), 0)
-	require.Len(t, fs, 10)
+	require.Len(t, fs, 13)
 	d := NewDecoder()
 	require.NoError(t, d.Empty(fs[0].body))
 	f, l, err := d.Submitted(fs[1].body)
@@ -121,7 +131,7 @@ func TestResponseRoundTrip(t *testing.T) {
 	assert.Equal(t, x, gx)
 	we, err := d.Error(fs[7].body)
 	require.NoError(t, err)
-	assert.Equal(t, &Error{Code: CodeAccountRange, Index: 3, Message: "nope"}, we)
+	assert.Equal(t, &Error{Code: CodeAccountNotFound, Index: 3, Message: "nope"}, we)
 	assert.Equal(t, TypeError, fs[7].h.Type)
 	got, err = d.ResultIs(fs[8].body)
 	require.NoError(t, err)
@@ -132,6 +142,25 @@ func TestResponseRoundTrip(t *testing.T) {
 	assert.Equal(t, ledger.TxID(1<<40), tx)
 	_, err = d.SnapshotTaken(fs[0].body) // [] has no tx id
 	assert.ErrorIs(t, err, ErrMalformed)
+	got, err = d.ResultIs(fs[10].body)
+	require.NoError(t, err)
+	assert.Equal(t, created, got)
+	assert.Equal(t, TypeAccountIs, fs[11].h.Type)
+	ga, err := d.AccountIs(fs[11].body)
+	require.NoError(t, err)
+	assert.Equal(t, acct, ga)
+	assert.Equal(t, TypeSubmitted, fs[12].h.Type)
+	f, l, rs, err := d.SubmittedResults(fs[12].body)
+	require.NoError(t, err)
+	assert.Equal(t, [2]ledger.TxID{5, 6}, [2]ledger.TxID{f, l})
+	assert.Equal(t, []ledger.Result{res, created}, rs)
+	f, l, err = d.Submitted(fs[12].body) // a reader of first and last only skips the results
+	require.NoError(t, err)
+	assert.Equal(t, [2]ledger.TxID{5, 6}, [2]ledger.TxID{f, l})
+	f, l, rs, err = d.SubmittedResults(fs[1].body)
+	require.NoError(t, err)
+	assert.Equal(t, [2]ledger.TxID{10, 20}, [2]ledger.TxID{f, l})
+	assert.Nil(t, rs)
 }
 
 func TestErrorMapping(t *testing.T) {
@@ -241,7 +270,9 @@ func TestMalformedOps(t *testing.T) {
 		{"unknown kind", vals(uint64(9), uint64(1), uint64(1), uint64(0)), "kind"},
 		{"kind 0", vals(uint64(0), uint64(1), uint64(1), uint64(0)), "kind"},
 		{"transfer without to", vals(tr, uint64(11), uint64(40), uint64(0)), "kind"},
-		{"deposit with a transfer's fields", vals(dep, uint64(1), uint64(2), uint64(3), uint64(0)), "kind"},
+		{"deposit with a transfer's fields", vals(dep, uint64(1), uint64(2), uint64(3), uint64(0)), "linked"}, // the one optional extra field
+		{"deposit with two extra fields", vals(dep, uint64(1), uint64(2), uint64(3), true, true), "kind"},
+		{"linked not a boolean", vals(tr, uint64(1), uint64(2), uint64(3), uint64(0), nil), "linked"},
 		{"deposit short", vals(dep, uint64(1), uint64(2)), "kind"},
 		{"nil account", vals(dep, nil, uint64(2), uint64(0)), "account"},
 		{"string amount", vals(dep, uint64(1), "5", uint64(0)), "amount"},
@@ -260,7 +291,8 @@ func TestMalformedOps(t *testing.T) {
 		{"composite leg on the system account", vals(cp, uint64(0), uint64(0), []any{leg(uint64(0), int64(-1)), leg(uint64(2), int64(1))}), "legs[0].account"},
 		{"composite leg with 3 fields", vals(cp, uint64(0), uint64(0), []any{[]any{uint64(1), int64(-1), uint64(0)}, leg(uint64(2), int64(1))}), "legs[0]"},
 		{"composite leg not an array", vals(cp, uint64(0), uint64(0), []any{uint64(1)}), "legs[0]"},
-		{"composite with 4 fields", vals(cp, uint64(0), uint64(0), []any{leg(uint64(1), int64(-1)), leg(uint64(2), int64(1))}, uint64(0)), "kind"},
+		{"composite with 4 fields", vals(cp, uint64(0), uint64(0), []any{leg(uint64(1), int64(-1)), leg(uint64(2), int64(1))}, uint64(0)), "linked"},
+		{"composite with 5 fields", vals(cp, uint64(0), uint64(0), []any{leg(uint64(1), int64(-1)), leg(uint64(2), int64(1))}, true, true), "kind"},
 	}
 	d := NewDecoder()
 	for _, c := range cases {
@@ -345,7 +377,9 @@ func TestTypeNames(t *testing.T) {
 	assert.Equal(t, "snapshot_taken", TypeSnapshotTaken.String())
 	assert.True(t, TypeHello.IsRequest())
 	assert.Equal(t, "welcome", TypeWelcome.String())
-	assert.False(t, Type(0x0b).IsRequest())
+	assert.True(t, TypeLookup.IsRequest())
+	assert.Equal(t, "account_is", TypeAccountIs.String())
+	assert.False(t, Type(0x0c).IsRequest())
 	assert.False(t, TypePong.IsRequest())
 }
 
@@ -361,6 +395,8 @@ func FuzzRequest(f *testing.F) {
 	e.SubmitWait(1, ledger.Computed, ledger.Withdrawal{Account: 3, Amount: 4, UserRef: 5})
 	f.Add(byte(TypeSubmitWait), e.Bytes()[LenSize+HeaderSize:])
 	f.Add(byte(TypeBalance), []byte{0x91, 0x01})
+	f.Add(byte(TypeLookup), []byte{0x91, 0x01})
+	f.Add(byte(TypeSubmitWait), []byte{0x92, 0x01, 0x98, 0x05, 0x07, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00})
 	f.Add(byte(TypeHello), []byte{0x91, 0xa3, 'a', 'b', 'c'})
 	d, d2 := NewDecoder(), NewDecoder()
 	f.Fuzz(func(t *testing.T, typ byte, body []byte) {
@@ -382,6 +418,8 @@ func FuzzRequest(f *testing.F) {
 		_, _ = d.Error(body)
 		_, _ = d.IndexesAre(body)
 		_, _ = d.SnapshotTaken(body)
+		_, _ = d.AccountIs(body)
+		_, _, _, _ = d.SubmittedResults(body)
 	})
 }
 
@@ -400,6 +438,8 @@ func reencode(t *testing.T, typ Type, req *Request) []byte {
 		e.Wait(1, req.Tx, req.Level)
 	case TypeBalance:
 		e.Balance(1, req.Account)
+	case TypeLookup:
+		e.Lookup(1, req.Account)
 	case TypeStatus:
 		e.Status(1, req.Tx)
 	case TypeResult:

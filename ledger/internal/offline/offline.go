@@ -72,11 +72,22 @@ type Tx struct {
 	DupOf   uint64
 	TsNs    int64
 	Entries []Entry
+	Account *Account // create_account only
 }
 
 // Entry is one entry of a Tx.
 type Entry struct {
 	Account uint64
+	Column  string // ledger.Column's String
 	Delta   int64
-	Balance int64
+	Value   int64
+}
+
+// Account is a create_account's account.
+type Account struct {
+	ID       uint64
+	Ledger   uint32
+	Code     uint16
+	Flags    uint16
+	UserData [2]uint64
 }

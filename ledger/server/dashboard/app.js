@@ -186,7 +186,7 @@ async function lookupBalance(id) {
 function describe(r) {
   let s = "tx " + r.id + " " + r.kind + ": " + r.fail.replaceAll("_", " ");
   if (r.dup_of) s += " (of tx " + r.dup_of + ")";
-  for (const e of r.entries || []) s += "\n  account " + e.account + ": " + (e.delta >= 0 ? "+" : "") + fmt(e.delta) + " → " + fmt(e.balance);
+  for (const e of r.entries || []) s += "\n  account " + e.account + ": " + e.column + " " + (e.delta >= 0 ? "+" : "") + fmt(e.delta) + " → " + fmt(e.value);
   return s;
 }
 

@@ -233,6 +233,9 @@ func benchRemote(c *cli.Context) (benchReport, error) {
 	defer cl.Close()
 	subs, batch, accounts := c.Int("submitters"), c.Int("batch"), max(c.Uint64("accounts"), 3)
 	share, rate := c.Float64("transfer-share"), c.Float64("rate")
+	if err := createRemoteAccounts(c.Context, cl, accounts); err != nil {
+		return benchReport{}, err
+	}
 	var ops, calls, failed atomic.Uint64
 	var lat latencies
 	// A refused op (an *InputError: its account is above the server's
@@ -310,6 +313,35 @@ func benchRemote(c *cli.Context) (benchReport, error) {
 		rep.FirstError = (*e).Error()
 	}
 	return rep, nil
+}
+
+// createRemoteAccounts creates accounts 1 .. n-1 on the server (an account
+// that exists fails with exists, harmlessly) and stops at the first batch
+// the server has no room for (accounts_limit_reached: its MaxAccounts is
+// smaller), with an error saying so.
+func createRemoteAccounts(ctx context.Context, cl *client.Client, n uint64) error {
+	ops := make([]ledger.Op, 0, 1024)
+	for a := uint64(1); a < n; a++ {
+		ops = append(ops, ledger.CreateAccount{ID: a, Ledger: 1})
+		if len(ops) < cap(ops) && a < n-1 {
+			continue
+		}
+		level := ledger.Computed
+		if a == n-1 {
+			level = ledger.Snapshot // the last batch: visible to the run's ops
+		}
+		res, err := cl.SubmitBatchResults(ctx, ops, level)
+		if err != nil {
+			return fmt.Errorf("bench: create accounts: %w", err)
+		}
+		for _, r := range res {
+			if r.Fail == ledger.AccountsLimitReached {
+				return fmt.Errorf("bench: the server refused the ops: it has no room for --accounts %d accounts (is it above its MaxAccounts?): tx %d: %v", n, r.ID, r.Fail)
+			}
+		}
+		ops = ops[:0]
+	}
+	return nil
 }
 
 func randomOp(r *rand.Rand, accounts uint64, share float64) ledger.Op {

@@ -24,25 +24,53 @@ type jsonBalance struct {
 
 type jsonEntry struct {
 	Account uint64 `json:"account"`
+	Column  string `json:"column"`
 	Delta   int64  `json:"delta"`
-	Balance int64  `json:"balance"`
+	Value   int64  `json:"value"`
 }
 
 type jsonResult struct {
-	ID        ledger.TxID `json:"id"`
-	Kind      string      `json:"kind"`
-	Fail      string      `json:"fail"`
-	UserRef   uint64      `json:"user_ref,omitempty"`
-	DupOf     ledger.TxID `json:"dup_of,omitempty"`
-	Timestamp int64       `json:"timestamp"`
-	Entries   []jsonEntry `json:"entries"`
+	ID        ledger.TxID  `json:"id"`
+	Kind      string       `json:"kind"`
+	Fail      string       `json:"fail"`
+	UserRef   uint64       `json:"user_ref,omitempty"`
+	DupOf     ledger.TxID  `json:"dup_of,omitempty"`
+	Timestamp int64        `json:"timestamp"`
+	Entries   []jsonEntry  `json:"entries"`
+	Account   *jsonAccount `json:"account,omitempty"`
+}
+
+// jsonAccount is an account; the columns and balance only from a lookup.
+type jsonAccount struct {
+	ID             uint64    `json:"id"`
+	Ledger         uint32    `json:"ledger"`
+	Code           uint16    `json:"code"`
+	Flags          []string  `json:"flags"`
+	UserData       [2]uint64 `json:"user_data"`
+	DebitsPosted   *uint64   `json:"debits_posted,omitempty"`
+	CreditsPosted  *uint64   `json:"credits_posted,omitempty"`
+	DebitsPending  *uint64   `json:"debits_pending,omitempty"`
+	CreditsPending *uint64   `json:"credits_pending,omitempty"`
+	Balance        *int64    `json:"balance,omitempty"`
+}
+
+func toJSONAccount(a *ledger.Account, columns bool) *jsonAccount {
+	j := &jsonAccount{ID: a.ID, Ledger: a.Ledger, Code: a.Code, Flags: a.Flags.Names(), UserData: a.UserData}
+	if columns {
+		b := a.Balance()
+		j.DebitsPosted, j.CreditsPosted, j.DebitsPending, j.CreditsPending, j.Balance = &a.DebitsPosted, &a.CreditsPosted, &a.DebitsPending, &a.CreditsPending, &b
+	}
+	return j
 }
 
 func toJSONResult(r *ledger.Result) *jsonResult {
 	j := &jsonResult{ID: r.ID, Kind: r.Kind.String(), Fail: r.Fail.String(), UserRef: r.UserRef,
 		DupOf: r.DupOf, Timestamp: r.Timestamp, Entries: make([]jsonEntry, len(r.Entries))}
 	for i, e := range r.Entries {
-		j.Entries[i] = jsonEntry(e)
+		j.Entries[i] = jsonEntry{Account: e.Account, Column: e.Column.String(), Delta: e.Delta, Value: e.Value}
+	}
+	if r.Account != nil {
+		j.Account = toJSONAccount(r.Account, false)
 	}
 	return j
 }

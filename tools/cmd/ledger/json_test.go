@@ -55,12 +55,23 @@ func TestJSONMatchesHTTP(t *testing.T) {
 		return m
 	}
 
+	out, stderr, code := runApp(t, "account", "create", "--addr", addr, "--json", "--ledger", "1", "--code", "3", "--wait", "snapshot", "1")
+	require.Equal(t, 0, code, stderr)
+	var created map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &created), out)
+	assert.Equal(t, httpJSON("GET", "/v1/tx/1")["result"], created, "account create --json is the HTTP result")
+	out, stderr, code = runApp(t, "account", "lookup", "--addr", addr, "--json", "1")
+	require.Equal(t, 0, code, stderr)
+	var looked map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &looked), out)
+	assert.Equal(t, httpJSON("GET", "/v1/accounts/1"), looked, "account lookup --json is GET /v1/accounts/{id}")
+
 	dep := cli("deposit", "--ref", "7", "--wait", "snapshot", "1", "100")
 	assert.Equal(t, "deposit", dep["kind"])
 	assert.Equal(t, "ok", dep["fail"])
-	tx := httpJSON("GET", "/v1/tx/1")
+	tx := httpJSON("GET", "/v1/tx/2")
 	assert.Equal(t, tx["result"], dep, "deposit --json is the HTTP result")
-	assert.Equal(t, tx, cli("tx", "1"))
+	assert.Equal(t, tx, cli("tx", "2"))
 	assert.Equal(t, httpJSON("GET", "/v1/accounts/1/balance"), cli("balance", "1"))
 	assert.Equal(t, httpJSON("GET", "/v1/indexes"), cli("indexes"))
 	snapCLI, snapHTTP := cli("snapshot"), httpJSON("POST", "/v1/snapshot")
@@ -69,7 +80,7 @@ func TestJSONMatchesHTTP(t *testing.T) {
 	// The retry: exit 0, and the JSON says what it duplicates.
 	dup := cli("deposit", "--ref", "7", "1", "100")
 	assert.Equal(t, "duplicate", dup["fail"])
-	assert.Equal(t, float64(1), dup["dup_of"])
+	assert.Equal(t, float64(2), dup["dup_of"])
 }
 
 func keys(m map[string]any) string {

@@ -4,6 +4,8 @@
 // Usage:
 //
 //	ledger serve [--dir ./data] [--addr 127.0.0.1:7070] [--http-addr 127.0.0.1:7071]
+//	ledger account create ID --ledger L [--code C] [--flags F,...]
+//	ledger account lookup ID
 //	ledger deposit ACCOUNT AMOUNT      ledger withdraw ACCOUNT AMOUNT
 //	ledger transfer FROM TO AMOUNT     ledger balance ACCOUNT
 //	ledger tx ID                       ledger indexes
@@ -14,7 +16,7 @@
 // --help); the commands that print a result take --json, with the HTTP API's
 // field names. Exit status: 0 ok (including an idempotent retry that finds
 // its transaction already applied), 1 failure (including a transaction that
-// executed but failed, such as insufficient funds, and a bench run with
+// executed but failed, such as exceeds_credits, and a bench run with
 // failed calls), 2 bad usage, 130/143 interrupted by SIGINT/SIGTERM.
 package main
 
@@ -57,7 +59,7 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 // newApp returns the CLI writing to stdout and stderr. It never exits the
 // process: errors carry their exit status (see exitCode).
 func newApp(stdout, stderr io.Writer) *cli.App {
-	cmds := []*cli.Command{serveCommand(), depositCommand(), withdrawCommand(), transferCommand(),
+	cmds := []*cli.Command{serveCommand(), accountCommand(), depositCommand(), withdrawCommand(), transferCommand(),
 		balanceCommand(), txCommand(), indexesCommand(), snapshotCommand(), benchCommand(), verifyCommand(), dumpCommand(), recoverCommand()}
 	for _, c := range cmds {
 		c.OnUsageError = onUsageError
@@ -70,7 +72,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Version:   version.String(),
 		Description: `EXIT STATUS:
    0    success, including an idempotent retry that finds its transaction already applied
-   1    failure: a transaction that executed but failed (insufficient funds, ...), a server
+   1    failure: a transaction that executed but failed (exceeds_credits, ...), a server
         or storage error, or a bench run with failed calls
    2    bad usage: unknown command or flag, a malformed argument
    130  interrupted (SIGINT); 143  terminated (SIGTERM)`,

@@ -102,7 +102,7 @@ func startServerIn(t *testing.T, dir string) (addr string, stop func()) {
 func TestHelp(t *testing.T) {
 	out, _, code := runApp(t, "--help")
 	require.Equal(t, 0, code)
-	for _, cmd := range []string{"serve", "deposit", "withdraw", "transfer", "balance", "tx", "indexes", "snapshot", "bench"} {
+	for _, cmd := range []string{"serve", "account", "deposit", "withdraw", "transfer", "balance", "tx", "indexes", "snapshot", "bench"} {
 		require.Contains(t, out, cmd)
 		out, _, code := runApp(t, cmd, "--help")
 		require.Equal(t, 0, code, cmd)
@@ -148,34 +148,61 @@ func TestUsageErrors(t *testing.T) {
 func TestCommandsAgainstServer(t *testing.T) {
 	addr := startServer(t)
 	run := func(args ...string) (string, string, int) {
-		return runApp(t, append(append([]string{args[0]}, "--addr", addr), args[1:]...)...)
+		n := 1
+		if args[0] == "account" { // flags follow the subcommand
+			n = 2
+		}
+		return runApp(t, append(append(append([]string{}, args[:n]...), "--addr", addr), args[n:]...)...)
 	}
-	out, stderr, code := run("deposit", "1", "100")
+	var out string
+	_, stderr, code := run("deposit", "1", "100")
+	require.Equal(t, 1, code)
+	require.Equal(t, "ledger: tx 1: account_not_found\n", stderr, "accounts are created first")
+	for _, id := range []string{"1", "2", "3"} {
+		out, stderr, code = run("account", "create", "--ledger", "1", "--flags", "debits_must_not_exceed_credits", id)
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, out, "create_account committed: account "+id+" ledger 1 code 0 flags debits_must_not_exceed_credits")
+	}
+	_, stderr, code = run("account", "create", "--ledger", "2", "3")
+	require.Equal(t, 1, code)
+	require.Equal(t, "ledger: tx 5: exists_with_different_flags\n", stderr)
+	_, stderr, code = run("account", "create", "4")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "--ledger is required")
+	_, stderr, code = run("account", "create", "--ledger", "1", "--flags", "closd", "4")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `unknown flag "closd"`)
+
+	out, stderr, code = run("deposit", "1", "100")
 	require.Equal(t, 0, code, stderr)
-	require.Contains(t, out, "tx 1 deposit committed")
-	require.Contains(t, out, "account 1 +100 = 100")
+	require.Contains(t, out, "tx 6 deposit committed")
+	require.Contains(t, out, "account 1 credits_posted +100 = 100")
 	out, stderr, code = run("transfer", "--wait", "snapshot", "1", "2", "30")
 	require.Equal(t, 0, code, stderr)
-	require.Contains(t, out, "account 2 +30 = 30")
+	require.Contains(t, out, "account 2 credits_posted +30 = 30")
 	out, _, code = run("balance", "2")
 	require.Equal(t, 0, code)
 	require.Equal(t, "30\n", out)
+	out, _, code = run("account", "lookup", "1")
+	require.Equal(t, 0, code)
+	require.Equal(t, "account 1 ledger 1 code 0 flags debits_must_not_exceed_credits user_data 0,0\n"+
+		"debits_posted 30 credits_posted 100 debits_pending 0 credits_pending 0 balance 70\n", out)
 
 	_, stderr, code = run("withdraw", "2", "31")
 	require.Equal(t, 1, code)
-	require.Equal(t, "ledger: tx 3: insufficient_funds\n", stderr, "one clear line")
+	require.Equal(t, "ledger: tx 8: exceeds_credits\n", stderr, "one clear line")
 
 	_, _, code = run("deposit", "--ref", "42", "3", "5")
 	require.Equal(t, 0, code)
 	out, stderr, code = run("deposit", "--ref", "42", "3", "5")
 	require.Equal(t, 0, code, "an idempotent retry that finds its transaction applied succeeded: %s", stderr)
-	require.Equal(t, "already applied as tx 4 (this retry is tx 5)\n", out)
+	require.Equal(t, "already applied as tx 9 (this retry is tx 10)\n", out)
 
-	out, _, code = run("tx", "2")
+	out, _, code = run("tx", "7")
 	require.Equal(t, 0, code)
-	require.Contains(t, out, "tx 2: ")
+	require.Contains(t, out, "tx 7: ")
 	require.Contains(t, out, "kind: transfer")
-	require.Contains(t, out, "entry: account 1 -30 = 70")
+	require.Contains(t, out, "entry: account 1 debits_posted +30 = 30")
 
 	_, stderr, code = run("tx", "999")
 	require.Equal(t, 1, code)
@@ -183,7 +210,7 @@ func TestCommandsAgainstServer(t *testing.T) {
 
 	out, _, code = run("indexes")
 	require.Equal(t, 0, code)
-	require.Contains(t, out, "sequenced 5")
+	require.Contains(t, out, "sequenced 10")
 
 	// A flag after the arguments: say to put flags first, with the command.
 	_, stderr, code = run("transfer", "1", "2", "30", "--wait", "snapshot")
@@ -192,8 +219,11 @@ func TestCommandsAgainstServer(t *testing.T) {
 
 	_, stderr, code = run("balance", "5000")
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "account out of range")
+	require.Contains(t, stderr, "account 5000: ledger: account not found")
 	require.Equal(t, 1, strings.Count(stderr, "\n"))
+	_, stderr, code = run("account", "lookup", "5000")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "account not found")
 }
 
 // TestSnapshotCommand: `ledger snapshot` makes a running server write a
@@ -203,12 +233,18 @@ func TestSnapshotCommand(t *testing.T) {
 	dir := t.TempDir()
 	addr, stop := startServerIn(t, dir)
 	run := func(args ...string) (string, string, int) {
-		return runApp(t, append(append([]string{args[0]}, "--addr", addr), args[1:]...)...)
+		n := 1
+		if args[0] == "account" { // flags follow the subcommand
+			n = 2
+		}
+		return runApp(t, append(append(append([]string{}, args[:n]...), "--addr", addr), args[n:]...)...)
 	}
 	out, stderr, code := run("snapshot")
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "snapshot at tx 0\n", out, "nothing committed yet")
-	for range 3 {
+	_, stderr, code = run("account", "create", "--ledger", "1", "1")
+	require.Equal(t, 0, code, stderr)
+	for range 2 {
 		_, stderr, code = run("deposit", "--wait", "committed", "1", "10")
 		require.Equal(t, 0, code, stderr)
 	}

@@ -22,9 +22,11 @@ func closedLedger(t *testing.T) string {
 	l, err := ledger.Open(ledger.Config{Dir: dir, MaxAccounts: 16})
 	require.NoError(t, err)
 	_, last, err := l.SubmitBatch([]ledger.Op{
+		ledger.CreateAccount{ID: 1, Ledger: 1, Flags: ledger.DebitsMustNotExceedCredits},
+		ledger.CreateAccount{ID: 2, Ledger: 1, Flags: ledger.DebitsMustNotExceedCredits},
 		ledger.Deposit{Account: 1, Amount: 100},
 		ledger.Transfer{From: 1, To: 2, Amount: 30},
-		ledger.Withdrawal{Account: 2, Amount: 31}, // InsufficientFunds
+		ledger.Withdrawal{Account: 2, Amount: 31}, // ExceedsCredits
 	})
 	require.NoError(t, err)
 	require.NoError(t, l.Wait(t.Context(), last, ledger.Committed))
@@ -36,7 +38,7 @@ func TestVerifyCommand(t *testing.T) {
 	dir := closedLedger(t)
 	out, errOut, code := runApp(t, "verify", "--dir", dir)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "transactions 1..3 (3)")
+	assert.Contains(t, out, "transactions 1..5 (5)")
 	assert.True(t, strings.HasSuffix(out, "ok\n"), out)
 
 	_, errOut, code = runApp(t, "verify", "--dir", filepath.Join(dir, "missing"))
@@ -55,7 +57,7 @@ func TestVerifyJSON(t *testing.T) {
 	var rep map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
 	assert.Equal(t, true, rep["ok"])
-	assert.Equal(t, float64(3), rep["last_tx"])
+	assert.Equal(t, float64(5), rep["last_tx"])
 	assert.Equal(t, []any{}, rep["findings"])
 
 	// A segment cut short: one finding naming the file, exit status 1.
@@ -74,7 +76,7 @@ func TestVerifyJSON(t *testing.T) {
 
 func TestDumpCommand(t *testing.T) {
 	dir := closedLedger(t)
-	out, errOut, code := runApp(t, "dump", "--dir", dir, "--from", "2")
+	out, errOut, code := runApp(t, "dump", "--dir", dir, "--from", "4")
 	require.Equal(t, 0, code, errOut)
 	sc := bufio.NewScanner(strings.NewReader(out))
 	var ids []float64
@@ -85,7 +87,7 @@ func TestDumpCommand(t *testing.T) {
 		ids = append(ids, tx["id"].(float64))
 		fails = append(fails, tx["fail"])
 	}
-	assert.Equal(t, []float64{2, 3}, ids)
+	assert.Equal(t, []float64{4, 5}, ids)
 	assert.NotEqual(t, fails[0], fails[1], "the failed withdrawal carries its fail reason")
 
 	_, _, code = runApp(t, "dump", "--dir", dir, "--from", "3", "--to", "2")

@@ -124,9 +124,12 @@ func submit(c *cli.Context, op ledger.Op) error {
 		return nil
 	}
 	fmt.Fprintf(c.App.Writer, "tx %d %s %s:", res.ID, res.Kind, level)
+	if a := res.Account; a != nil {
+		fmt.Fprintf(c.App.Writer, " account %d ledger %d code %d flags %s", a.ID, a.Ledger, a.Code, flagList(a.Flags))
+	}
 	for _, e := range res.Entries {
 		if e.Account != ledger.SystemAccount {
-			fmt.Fprintf(c.App.Writer, " account %d %+d = %d;", e.Account, e.Delta, e.Balance)
+			fmt.Fprintf(c.App.Writer, " account %d %s %+d = %d;", e.Account, e.Column, e.Delta, e.Value)
 		}
 	}
 	fmt.Fprintln(c.App.Writer)

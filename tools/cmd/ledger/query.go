@@ -84,7 +84,7 @@ func txCommand() *cli.Command {
 				fmt.Fprintf(w, "duplicate of: %d\n", res.DupOf)
 			}
 			for _, e := range res.Entries {
-				fmt.Fprintf(w, "entry: account %d %+d = %d\n", e.Account, e.Delta, e.Balance)
+				fmt.Fprintf(w, "entry: account %d %s %+d = %d\n", e.Account, e.Column, e.Delta, e.Value)
 			}
 			return nil
 		},

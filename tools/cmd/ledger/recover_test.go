@@ -20,6 +20,12 @@ func TestRecoverCommand(t *testing.T) {
 	dir := t.TempDir()
 	l, err := ledger.Open(ledger.Config{Dir: dir, MaxAccounts: 100, WALSegmentSize: 256 << 10, WALMaxBatch: 8, SnapshotEvery: -1})
 	require.NoError(t, err)
+	accts := make([]ledger.Op, 99)
+	for i := range accts {
+		accts[i] = ledger.CreateAccount{ID: 1 + uint64(i), Ledger: 1}
+	}
+	_, _, err = l.SubmitBatch(accts)
+	require.NoError(t, err)
 	var last ledger.TxID
 	for i := range 20_000 {
 		last, err = l.Submit(ledger.Deposit{Account: 1 + uint64(i)%99, Amount: 1})

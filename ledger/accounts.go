@@ -1,0 +1,189 @@
+package ledger
+
+import (
+	"sync/atomic"
+)
+
+// AccountFlags set an account's rules at creation.
+type AccountFlags uint16
+
+// Account flags.
+const (
+	// DebitsMustNotExceedCredits: a transfer fails with ExceedsCredits if it
+	// would leave debits_pending + debits_posted above credits_posted.
+	DebitsMustNotExceedCredits AccountFlags = 1 << iota
+	// CreditsMustNotExceedDebits: a transfer fails with ExceedsDebits if it
+	// would leave credits_pending + credits_posted above debits_posted.
+	CreditsMustNotExceedDebits
+	// History asks for the account's history to be kept (reserved for the
+	// history index; stored and compared, no effect yet).
+	History
+	// Closed: the account takes no transfer (debit_account_already_closed,
+	// credit_account_already_closed). Set at creation; closing an open
+	// account by a transfer is not built yet.
+	Closed
+	accountFlagsMask = DebitsMustNotExceedCredits | CreditsMustNotExceedDebits | History | Closed
+)
+
+var accountFlagNames = [...]string{"debits_must_not_exceed_credits", "credits_must_not_exceed_debits", "history", "closed"}
+
+// Names returns the snake_case names of the flags set in f, in bit order.
+func (f AccountFlags) Names() []string {
+	names := []string{}
+	for i, n := range accountFlagNames {
+		if f&(1<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// AccountFlagByName returns the flag whose snake_case name is s.
+func AccountFlagByName(s string) (AccountFlags, bool) {
+	for i, n := range accountFlagNames {
+		if n == s {
+			return 1 << i, true
+		}
+	}
+	return 0, false
+}
+
+// Column names one of an account's four amounts.
+type Column uint8
+
+// The columns, in the order of an account's cells.
+const (
+	DebitsPosted Column = iota
+	CreditsPosted
+	DebitsPending
+	CreditsPending
+	numColumns
+)
+
+var columnNames = [...]string{"debits_posted", "credits_posted", "debits_pending", "credits_pending"}
+
+// String returns the column's snake_case name.
+func (c Column) String() string {
+	if c < numColumns {
+		return columnNames[c]
+	}
+	return "invalid"
+}
+
+// maxColumn is the largest value a column holds. Columns are unsigned in
+// the API, but each is stored in a signed 64-bit cell (the same cells the
+// snapshots and recovery handle), so a transfer that would take one above
+// 2^63-1 fails with an overflows_* reason instead of wrapping.
+const maxColumn = 1<<63 - 1
+
+// Account is a created account as Lookup returns it.
+type Account struct {
+	ID       uint64
+	Ledger   uint32
+	Code     uint16
+	Flags    AccountFlags
+	UserData [2]uint64
+	// The four columns (see Column).
+	DebitsPosted, CreditsPosted, DebitsPending, CreditsPending uint64
+}
+
+// Balance is CreditsPosted - DebitsPosted, the account's posted balance.
+func (a Account) Balance() int64 { return int64(a.CreditsPosted) - int64(a.DebitsPosted) }
+
+// acctMeta is an account's immutable part, one per slot. 32 bytes.
+type acctMeta struct {
+	id       uint64
+	userData [2]uint64
+	ledger   uint32
+	code     uint16
+	flags    AccountFlags
+}
+
+// accountTable maps sparse account ids to dense slots. Slot s owns cells
+// 4s..4s+3 of the balances (one per Column); slot 0 is the system account
+// (id 0), which exists without being created. Slots are handed out in
+// creation order, so the accounts as of any transaction are a prefix of
+// the slots.
+//
+// The index is open addressing with linear probing over slot numbers + 1
+// (0 is empty), preallocated at twice MaxAccounts rounded up to a power of
+// two, so it never grows and is never more than half full. Only the
+// Transactor (or recovery, before the stages start) inserts; readers probe
+// concurrently with atomic loads: an insert writes the slot's metadata
+// first and then stores the index entry, so a reader that finds the entry
+// sees the metadata. Ids are never removed.
+//
+// Cost per account: 32 bytes of metadata, 32 bytes of cells, and 8 to 16
+// bytes of index (4 bytes per index entry, 2-4 entries per account of
+// MaxAccounts); all preallocated from MaxAccounts at Open.
+type accountTable struct {
+	index []atomic.Uint32
+	mask  uint64
+	shift uint
+	meta  []acctMeta
+	n     uint64 // slots in use, including the system account: written by the inserter only
+}
+
+func newAccountTable(maxAccounts uint64) *accountTable {
+	size := uint64(4)
+	for size < 2*maxAccounts {
+		size *= 2
+	}
+	shift := uint(64)
+	for s := size; s > 1; s >>= 1 {
+		shift--
+	}
+	return &accountTable{index: make([]atomic.Uint32, size), mask: size - 1, shift: shift, meta: make([]acctMeta, maxAccounts), n: 1}
+}
+
+func (t *accountTable) home(id uint64) uint64 { return (id * 0x9E3779B97F4A7C15) >> t.shift }
+
+// slot returns id's slot, or false if id was never inserted. The system
+// account's id 0 is slot 0.
+func (t *accountTable) slot(id uint64) (uint64, bool) {
+	if id == SystemAccount {
+		return 0, true
+	}
+	for i := t.home(id); ; i = (i + 1) & t.mask {
+		e := t.index[i].Load()
+		if e == 0 {
+			return 0, false
+		}
+		if s := uint64(e - 1); t.meta[s].id == id {
+			return s, true
+		}
+	}
+}
+
+// peek returns the slot at id's home if it holds id, else 0: a guess
+// cheap enough for the Transactor's touch ahead of execute.
+func (t *accountTable) peek(id uint64) uint64 {
+	e := t.index[t.home(id)].Load()
+	if e == 0 || t.meta[e-1].id != id {
+		return 0
+	}
+	return uint64(e - 1)
+}
+
+// full reports whether every slot is taken.
+func (t *accountTable) full() bool { return t.n == uint64(len(t.meta)) }
+
+// insert gives m (whose id is not in the table, and not 0) the next slot.
+// The caller checked full.
+func (t *accountTable) insert(m acctMeta) uint64 {
+	s := t.n
+	t.meta[s] = m
+	t.n++
+	i := t.home(m.id)
+	for t.index[i].Load() != 0 {
+		i = (i + 1) & t.mask
+	}
+	t.index[i].Store(uint32(s + 1))
+	return s
+}
+
+// cellsPerAccount is the number of cells per account slot.
+const cellsPerAccount = uint64(numColumns)
+
+// cell returns the index of slot s's column c in the balances.
+func cell(s uint64, c Column) uint64 { return s*cellsPerAccount + uint64(c) }

@@ -1,0 +1,166 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lanework/lanework/ledger"
+)
+
+// failTable is one batch whose ops fail with every reason a transaction can
+// fail with (and succeed), in a fresh ledger of testAccounts accounts at
+// most; want is each op's reason.
+var failTable = []struct {
+	op   ledger.Op
+	json string
+	want ledger.FailReason
+}{
+	{ledger.CreateAccount{ID: 1, Ledger: 1, Flags: ledger.DebitsMustNotExceedCredits}, `{"type":"create_account","id":1,"ledger":1,"flags":["debits_must_not_exceed_credits"]}`, ledger.OK},
+	{ledger.CreateAccount{ID: 2, Ledger: 1, Flags: ledger.CreditsMustNotExceedDebits}, `{"type":"create_account","id":2,"ledger":1,"flags":["credits_must_not_exceed_debits"]}`, ledger.OK},
+	{ledger.CreateAccount{ID: 3, Ledger: 2}, `{"type":"create_account","id":3,"ledger":2}`, ledger.OK},
+	{ledger.CreateAccount{ID: 4, Ledger: 1}, `{"type":"create_account","id":4,"ledger":1}`, ledger.OK},
+	{ledger.CreateAccount{ID: 1, Ledger: 1, Flags: ledger.DebitsMustNotExceedCredits}, `{"type":"create_account","id":1,"ledger":1,"flags":["debits_must_not_exceed_credits"]}`, ledger.Exists},
+	{ledger.CreateAccount{ID: 1, Ledger: 1}, `{"type":"create_account","id":1,"ledger":1}`, ledger.ExistsWithDifferentFlags},
+	{ledger.CreateAccount{ID: 1, Ledger: 1, Flags: ledger.DebitsMustNotExceedCredits, UserData: [2]uint64{1, 0}}, `{"type":"create_account","id":1,"ledger":1,"flags":["debits_must_not_exceed_credits"],"user_data_0":1}`, ledger.ExistsWithDifferentUserData},
+	{ledger.CreateAccount{ID: 1, Ledger: 9, Flags: ledger.DebitsMustNotExceedCredits}, `{"type":"create_account","id":1,"ledger":9,"flags":["debits_must_not_exceed_credits"]}`, ledger.ExistsWithDifferentLedger},
+	{ledger.CreateAccount{ID: 1, Ledger: 1, Code: 5, Flags: ledger.DebitsMustNotExceedCredits}, `{"type":"create_account","id":1,"ledger":1,"code":5,"flags":["debits_must_not_exceed_credits"]}`, ledger.ExistsWithDifferentCode},
+	{ledger.Deposit{Account: 1, Amount: 100, UserRef: 7}, `{"type":"deposit","account":1,"amount":100,"user_ref":7}`, ledger.OK},
+	{ledger.Deposit{Account: 1, Amount: 100, UserRef: 7}, `{"type":"deposit","account":1,"amount":100,"user_ref":7}`, ledger.Duplicate},
+	{ledger.Deposit{Account: 99, Amount: 1}, `{"type":"deposit","account":99,"amount":1}`, ledger.AccountNotFound},
+	{ledger.Transfer{From: 1, To: 3, Amount: 1}, `{"type":"transfer","from":1,"to":3,"amount":1}`, ledger.AccountsMustHaveSameLedger},
+	{ledger.Transfer{From: 1, To: 4, Amount: 101}, `{"type":"transfer","from":1,"to":4,"amount":101}`, ledger.ExceedsCredits},
+	{ledger.Transfer{From: 1, To: 2, Amount: 1}, `{"type":"transfer","from":1,"to":2,"amount":1}`, ledger.ExceedsDebits},
+	{ledger.Transfer{From: 4, To: 1, Amount: math.MaxInt64}, `{"type":"transfer","from":4,"to":1,"amount":9223372036854775807}`, ledger.OverflowsCreditsPosted},
+	{ledger.Transfer{From: 4, To: 1, Amount: 5}, `{"type":"transfer","from":4,"to":1,"amount":5}`, ledger.OK},
+	{ledger.Composite{Legs: []ledger.Leg{{Account: 4, Delta: -1}, {Account: 1, Delta: 2}}}, `{"type":"composite","legs":[{"account":4,"delta":-1},{"account":1,"delta":2}]}`, ledger.ZeroSumViolation},
+	{ledger.Composite{Legs: []ledger.Leg{{Account: 1, Delta: -1}, {Account: 4, Delta: 1}, {Account: 1, Delta: -1}, {Account: 4, Delta: 1},
+		{Account: 1, Delta: -1}, {Account: 4, Delta: 1}, {Account: 1, Delta: -1}, {Account: 4, Delta: 1}, {Account: 1, Delta: -1}, {Account: 4, Delta: 1},
+		{Account: 1, Delta: -1}, {Account: 4, Delta: 1}, {Account: 1, Delta: -1}, {Account: 4, Delta: 1}, {Account: 1, Delta: -1}, {Account: 4, Delta: 1},
+		{Account: 1, Delta: -1}, {Account: 4, Delta: 1}}}, `{"type":"composite","legs":[` +
+		`{"account":1,"delta":-1},{"account":4,"delta":1},{"account":1,"delta":-1},{"account":4,"delta":1},{"account":1,"delta":-1},{"account":4,"delta":1},` +
+		`{"account":1,"delta":-1},{"account":4,"delta":1},{"account":1,"delta":-1},{"account":4,"delta":1},{"account":1,"delta":-1},{"account":4,"delta":1},` +
+		`{"account":1,"delta":-1},{"account":4,"delta":1},{"account":1,"delta":-1},{"account":4,"delta":1},{"account":1,"delta":-1},{"account":4,"delta":1}]}`, ledger.EntryLimitExceeded},
+	{ledger.Withdrawal{Account: 4, Amount: math.MaxInt64}, `{"type":"withdrawal","account":4,"amount":9223372036854775807}`, ledger.OverflowsDebitsPosted},
+	// A chain whose second member fails: all or nothing.
+	{ledger.Deposit{Account: 4, Amount: 1, Linked: true}, `{"type":"deposit","account":4,"amount":1,"linked":true}`, ledger.LinkedEventFailed},
+	{ledger.Transfer{From: 1, To: 4, Amount: 1 << 40, Linked: true}, `{"type":"transfer","from":1,"to":4,"amount":1099511627776,"linked":true}`, ledger.ExceedsCredits},
+	{ledger.Deposit{Account: 4, Amount: 1}, `{"type":"deposit","account":4,"amount":1}`, ledger.LinkedEventFailed},
+	// A chain that applies.
+	{ledger.CreateAccount{ID: 5, Ledger: 1, Linked: true}, `{"type":"create_account","id":5,"ledger":1,"linked":true}`, ledger.OK},
+	{ledger.Deposit{Account: 5, Amount: 3}, `{"type":"deposit","account":5,"amount":3}`, ledger.OK},
+	// A closed account takes no transfer, either side.
+	{ledger.CreateAccount{ID: 6, Ledger: 1, Flags: ledger.Closed}, `{"type":"create_account","id":6,"ledger":1,"flags":["closed"]}`, ledger.OK},
+	{ledger.Transfer{From: 6, To: 4, Amount: 1}, `{"type":"transfer","from":6,"to":4,"amount":1}`, ledger.DebitAccountAlreadyClosed},
+	{ledger.Deposit{Account: 6, Amount: 1}, `{"type":"deposit","account":6,"amount":1}`, ledger.CreditAccountAlreadyClosed},
+	// A chain left open by the end of the batch.
+	{ledger.Deposit{Account: 4, Amount: 1, Linked: true}, `{"type":"deposit","account":4,"amount":1,"linked":true}`, ledger.LinkedEventChainOpen},
+}
+
+// TestEveryFailReasonOnEveryProtocol runs failTable as one batch in process,
+// over HTTP and over the binary protocol, each against a fresh ledger, and
+// checks each op's own result, and that together they cover every reason.
+func TestEveryFailReasonOnEveryProtocol(t *testing.T) {
+	seen := map[ledger.FailReason]bool{}
+	ops := make([]ledger.Op, len(failTable))
+	var body bytes.Buffer
+	body.WriteByte('[')
+	for i, c := range failTable {
+		ops[i] = c.op
+		seen[c.want] = true
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		body.WriteString(c.json)
+	}
+	body.WriteByte(']')
+	// Every reason but accounts_limit_reached, which needs a full table: a
+	// ledger of two slots below.
+	for f := ledger.OK; int(f) < ledger.NumFailReasons; f++ {
+		if f != ledger.AccountsLimitReached {
+			require.True(t, seen[f], "the table misses %v", f)
+		}
+	}
+	check := func(proto string, got []ledger.FailReason) {
+		t.Helper()
+		require.Len(t, got, len(failTable), proto)
+		for i, c := range failTable {
+			require.Equal(t, c.want, got[i], "%s: op %d %#v", proto, i, c.op)
+		}
+	}
+	ctx := context.Background()
+
+	f := startServerWith(t, Config{}, false)
+	res, err := f.l.SubmitBatchAndWait(ctx, ops, ledger.Committed)
+	require.NoError(t, err)
+	check("library", fails(res))
+
+	f = startServerWith(t, Config{}, false)
+	resp, err := http.Post(f.httpURL()+"/v1/ops?wait=committed", "application/json", &body)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var out struct {
+		First, Last ledger.TxID
+		Results     []struct {
+			ID   ledger.TxID `json:"id"`
+			Fail string      `json:"fail"`
+		}
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.Equal(t, ledger.TxID(1), out.First)
+	require.Equal(t, ledger.TxID(len(failTable)), out.Last)
+	var hf []ledger.FailReason
+	for i, r := range out.Results {
+		require.Equal(t, ledger.TxID(i+1), r.ID)
+		fr, ok := ledger.FailReasonByName(r.Fail)
+		require.True(t, ok, r.Fail)
+		hf = append(hf, fr)
+	}
+	check("http", hf)
+
+	f = startServerWith(t, Config{}, false)
+	c := f.dial(t)
+	res, err = c.SubmitBatchResults(ctx, ops, ledger.Committed)
+	require.NoError(t, err)
+	for i, r := range res {
+		require.Equal(t, ledger.TxID(i+1), r.ID)
+	}
+	check("msgpack", fails(res))
+
+	// accounts_limit_reached, on all three: a second server whose ledger
+	// has room for the system account and one more.
+	dir := t.TempDir()
+	l, err := ledger.Open(ledger.Config{Dir: dir, MaxAccounts: 2})
+	require.NoError(t, err)
+	s, err := New(l, Config{Addr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0"})
+	require.NoError(t, err)
+	require.NoError(t, s.Start())
+	small := &fixture{dir: dir, l: l, s: s}
+	t.Cleanup(func() { small.stop(t) })
+	r1, err := l.SubmitAndWait(ctx, ledger.CreateAccount{ID: 10, Ledger: 1}, ledger.Committed)
+	require.NoError(t, err)
+	require.Equal(t, ledger.OK, r1.Fail)
+	r1, err = l.SubmitAndWait(ctx, ledger.CreateAccount{ID: 11, Ledger: 1}, ledger.Committed)
+	require.NoError(t, err)
+	require.Equal(t, ledger.AccountsLimitReached, r1.Fail, "library")
+	code, hout := httpDo(t, "POST", small.httpURL()+"/v1/ops", `{"type":"create_account","id":12,"ledger":1}`)
+	require.Equal(t, 200, code)
+	require.Equal(t, "accounts_limit_reached", hout["fail"], "http")
+	r1, err = small.dial(t).SubmitAndWait(ctx, ledger.CreateAccount{ID: 13, Ledger: 1}, ledger.Committed)
+	require.NoError(t, err)
+	require.Equal(t, ledger.AccountsLimitReached, r1.Fail, "msgpack")
+}
+
+func fails(res []ledger.Result) []ledger.FailReason {
+	out := make([]ledger.FailReason, len(res))
+	for i, r := range res {
+		out[i] = r.Fail
+	}
+	return out
+}
