@@ -190,7 +190,7 @@ func TestCorruptionCoveredLastBatch(t *testing.T) {
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
 		r, err := recoverState(db, &Config{Dir: cfg.Dir, MaxAccounts: 8, DedupWindow: DefaultDedupWindow})
 		require.NoError(t, err)
-		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs, accounts: r.accts.n}, r.bal, r.accts.meta, func() uint64 { return 100 }, nil, nil)
+		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs, accounts: r.accts.n}, r.bal, func() uint64 { return 100 }, nil, nil)
 		require.NoError(t, err)
 	})
 	bs := walBatches(t, cfg.Dir)

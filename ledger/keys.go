@@ -10,11 +10,13 @@ import "encoding/binary"
 //	"O"                      sequence number of the oldest WAL segment retention keeps (u64 + CRC32C)
 //	"W" + first tx id        format 1 and 2 only: WAL batch (such directories are refused)
 //	"S" + tx id              snapshot manifest (msgpack + CRC32C) of the state after tx id
-//	"C" + tx id + chunk no.  snapshot chunk (fixed binary + CRC32C): cells from 0, accounts from 2^31
+//	"C" + tx id + chunk no.  snapshot chunk (binary + CRC32C): the cells, from 0; the dedup window
+//	"A" + slot               account record (32 bytes + CRC32C), written once when the creation is applied
 //	"D" + first tx id        durable idempotency index: a run of (tx id, user ref) (refindex.go)
 //	"R" + Unix ns            a truncation by ledger recover (truncate.go)
 const (
 	prefixMeta       = 'M'
+	prefixAccount    = 'A'
 	prefixNewest     = 'N'
 	prefixOldest     = 'O'
 	prefixWAL        = 'W'

@@ -182,6 +182,12 @@ func Open(cfg Config) (*Ledger, error) {
 		db.Close()
 		return nil, err
 	}
+	// The account records of the creations replayed after the snapshot
+	// (the Snapshotter of this run will not apply them).
+	if err := writeAccountRecords(db, rs.accts, rs.snapAccounts); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger: write account records: %w", err)
+	}
 	if cfg.DedupRetention > 0 {
 		idx, err := loadRefIndex(db, &cfg, rs, runs, wallNow(&cfg))
 		if err != nil {

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -26,6 +25,7 @@ type recovered struct {
 	torn         *TornTail     // the torn tail dropped, if any
 	segs         []wal.Segment // live WAL segments, oldest first
 	unborn       string        // a newest segment whose creation a crash cut short
+	snapAccounts uint64        // slots the loaded snapshot holds (1: none but the system account)
 	// win tracks, while the replay is inside the loaded snapshot's window
 	// (snapshot, snapEnd], every cell an entry touched: its chunk value,
 	// and whether that value was one of the cell's values in the window.
@@ -63,7 +63,7 @@ type recoveryInfo struct {
 // checks that each such account's chunk value was one of its balances in the
 // window and that the balances sum to zero after S1.
 func recoverState(db *pebble.DB, cfg *Config) (*recovered, error) {
-	rs := &recovered{bal: make([]atomic.Int64, cellsPerAccount*cfg.MaxAccounts), accts: newAccountTable(cfg.MaxAccounts), dedup: newDedup(cfg.DedupWindow)}
+	rs := &recovered{snapAccounts: 1, bal: make([]atomic.Int64, cellsPerAccount*cfg.MaxAccounts), accts: newAccountTable(cfg.MaxAccounts), dedup: newDedup(cfg.DedupWindow)}
 	if err := loadNewestSnapshot(db, cfg, rs); err != nil {
 		return nil, err
 	}
@@ -103,9 +103,9 @@ func loadNewestSnapshot(db *pebble.DB, cfg *Config, rs *recovered) error {
 		return err
 	}
 	defer it.Close()
-	put := func(first uint64, raw []byte) {
-		for i := 0; i < len(raw)/8; i++ {
-			rs.bal[first+uint64(i)].Store(int64(binary.LittleEndian.Uint64(raw[8*i:])))
+	put := func(first uint64, cells []int64) {
+		for i, c := range cells {
+			rs.bal[first+uint64(i)].Store(c)
 		}
 	}
 	for ok := it.Last(); ok; ok = it.Prev() {
@@ -121,7 +121,7 @@ func loadNewestSnapshot(db *pebble.DB, cfg *Config, rs *recovered) error {
 			for _, r := range info.refs {
 				d.add(r.id, r.ref)
 			}
-			rs.dedup, rs.last, rs.snapshot, rs.snapEnd = d, id, id, info.end
+			rs.dedup, rs.last, rs.snapshot, rs.snapEnd, rs.snapAccounts = d, id, id, info.end, accts.n
 			if info.end > id {
 				rs.win = make(map[uint64]winAcct)
 			}
@@ -159,14 +159,14 @@ type snapInfo struct {
 	refs []refEntry
 }
 
-// readSnapshot checks snapshot id as Open loads it — the manifest, every
-// accounts chunk, every cell chunk (checksum, header, full coverage of
-// 4 x maxAccounts cells), the dedup window, and for an exact snapshot
-// (TxEnd equal to its id) the zero sums — passes each account to putAcct in
-// slot order and each chunk's cells to put as they are read (8
-// little-endian bytes each, from cell first on). An error may come after
-// some were passed.
-func readSnapshot(db *pebble.DB, maxAccounts, id uint64, val []byte, put func(first uint64, raw []byte), putAcct func(acctMeta) error) (snapInfo, error) {
+// readSnapshot checks snapshot id as Open loads it — the manifest, the
+// account records of its slots (1 .. accounts-1, each present), every cell
+// chunk (checksum, header, full coverage of the 4 x accounts cells), the
+// dedup window, and for an exact snapshot (TxEnd equal to its id) the zero
+// sums — passes each account to putAcct in slot order and each chunk's
+// cells to put as they are read (from cell first on). An error may come
+// after some were passed.
+func readSnapshot(db *pebble.DB, maxAccounts, id uint64, val []byte, put func(first uint64, cells []int64), putAcct func(acctMeta) error) (snapInfo, error) {
 	m, err := decodeManifest(val)
 	if err != nil {
 		return snapInfo{}, err
@@ -174,52 +174,32 @@ func readSnapshot(db *pebble.DB, maxAccounts, id uint64, val []byte, put func(fi
 	if m.FormatVersion != manifestVersion {
 		return snapInfo{}, fmt.Errorf("manifest format version %d", m.FormatVersion)
 	}
-	cells := cellsPerAccount * maxAccounts
 	end := m.TxEnd
 	if m.TxID != id || end < id || m.MaxAccounts != maxAccounts || m.ChunkAccounts != snapChunkAccounts ||
-		uint64(m.Chunks) != (cells+snapChunkAccounts-1)/snapChunkAccounts || m.Accounts < 1 || m.Accounts > maxAccounts {
+		m.Accounts < 1 || m.Accounts > maxAccounts || uint64(m.Chunks) != (cellsPerAccount*m.Accounts+snapChunkAccounts-1)/snapChunkAccounts {
 		return snapInfo{}, errors.New("manifest does not match")
 	}
-	for i, lo := uint32(0), uint64(1); lo < m.Accounts; i, lo = i+1, lo+snapChunkAccounts {
-		v, closer, err := db.Get(chunkKey(id, acctChunkBase+i))
-		if err != nil {
-			return snapInfo{}, err
-		}
-		err = decodeAccountChunk(v, lo, min(snapChunkAccounts, m.Accounts-lo), putAcct)
-		closer.Close()
-		if err != nil {
-			return snapInfo{}, fmt.Errorf("accounts chunk %d: %w", i, err)
-		}
+	if err := readAccountRecords(db, m.Accounts, putAcct); err != nil {
+		return snapInfo{}, err
 	}
+	cells := cellsPerAccount * m.Accounts
 	var sum [numColumns]uint64
+	var buf []int64
 	for i := uint32(0); i < m.Chunks; i++ {
 		v, closer, err := db.Get(chunkKey(id, i))
 		if err != nil {
 			return snapInfo{}, err
 		}
 		first := uint64(i) * snapChunkAccounts
-		raw, err := openBalanceChunk(v, first, cells)
-		if err == nil && uint64(len(raw)/8) != min(snapChunkAccounts, cells-first) {
-			err = fmt.Errorf("chunk %d holds %d cells", i, len(raw)/8)
-		}
-		if err == nil {
-			for j := 0; j < len(raw); j += 8 {
-				c := first + uint64(j/8)
-				v := binary.LittleEndian.Uint64(raw[j:])
-				if int64(v) < 0 || (v != 0 && c >= cellsPerAccount*m.Accounts && end == id) {
-					err = fmt.Errorf("cell %d is %d", c, int64(v))
-					break
-				}
-				sum[c%cellsPerAccount] += v
-			}
-		}
-		if err == nil {
-			put(first, raw)
-		}
+		buf, err = decodeCellChunk(v, first, min(snapChunkAccounts, cells-first), buf[:0])
 		closer.Close()
 		if err != nil {
-			return snapInfo{}, err
+			return snapInfo{}, fmt.Errorf("chunk %d: %w", i, err)
 		}
+		for j, c := range buf {
+			sum[(first+uint64(j))%cellsPerAccount] += uint64(c)
+		}
+		put(first, buf)
 	}
 	if end == id && (sum[DebitsPosted] != sum[CreditsPosted] || sum[DebitsPending] != sum[CreditsPending]) {
 		return snapInfo{}, errors.New("snapshot debits and credits differ")
@@ -420,3 +400,56 @@ func subInt64(a, b int64) (int64, bool) {
 }
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
+
+// readAccountRecords passes the account records of slots 1 .. accounts-1
+// to put in slot order; every one must be present. Records of later slots
+// (written for creations a later snapshot, or a cut log, does not cover)
+// are not read: the replay creates those accounts again.
+func readAccountRecords(db *pebble.DB, accounts uint64, put func(acctMeta) error) error {
+	if accounts <= 1 {
+		return nil
+	}
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: idKey(prefixAccount, 1), UpperBound: idKey(prefixAccount, accounts)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	want := uint64(1)
+	for ok := it.First(); ok; ok = it.Next() {
+		s, ok := parseIDKey(prefixAccount, it.Key())
+		if !ok || s != want {
+			return fmt.Errorf("account record of slot %d missing", want)
+		}
+		m, err := decodeAccountRecord(it.Value())
+		if err != nil {
+			return fmt.Errorf("account record of slot %d: %w", s, err)
+		}
+		if err := put(m); err != nil {
+			return fmt.Errorf("account record of slot %d: %w", s, err)
+		}
+		want++
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	if want != accounts {
+		return fmt.Errorf("account record of slot %d missing", want)
+	}
+	return nil
+}
+
+// writeAccountRecords writes the account records of slots from .. the
+// table's last (unsynced, like the Snapshotter's).
+func writeAccountRecords(db *pebble.DB, t *accountTable, from uint64) error {
+	if from >= t.n {
+		return nil
+	}
+	b := db.NewBatch()
+	defer b.Close()
+	for s := from; s < t.n; s++ {
+		if err := b.Set(idKey(prefixAccount, s), encodeAccountRecord(t.meta[s]), nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(pebble.NoSync)
+}

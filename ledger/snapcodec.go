@@ -7,7 +7,8 @@ import (
 	"sync/atomic"
 )
 
-// snapChunkAccounts is how many balances one snapshot chunk holds.
+// snapChunkAccounts is how many cells (four per account) one snapshot
+// chunk holds.
 const snapChunkAccounts = 1 << 16
 
 // refsChunk is the chunk number of the dedup window.
@@ -15,59 +16,63 @@ const refsChunk = math.MaxUint32
 
 // Snapshot chunk layouts (sealed with a CRC32C prefix like every record):
 //
-//	balances: u64 first account, u32 count, count x i64 balance (little-endian)
-//	refs:     u32 count, count x { u64 tx id, u64 UserRef }
-func encodeBalanceChunk(dst []byte, first uint64, bal []int64) []byte {
-	dst = dst[:0]
-	dst = binary.LittleEndian.AppendUint64(dst, first)
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(bal)))
-	for _, b := range bal {
-		dst = binary.LittleEndian.AppendUint64(dst, uint64(b))
+//	cells: u64 first cell, u32 count, count x uvarint cell
+//	refs:  u32 count, count x { u64 tx id, u64 UserRef }
+//
+// Cells are columns, in [0, 2^63): as uvarints the zeros of the pending
+// columns take a byte each and a posted column its significant bytes, so a
+// snapshot of four columns is about the size of one of eight-byte balances.
+func encodeCellChunk(dst []byte, first uint64, cells []int64) []byte {
+	dst = appendCellHeader(dst[:0], first, len(cells))
+	for _, v := range cells {
+		dst = binary.AppendUvarint(dst, uint64(v))
 	}
 	return sealRecord(dst)
 }
 
-// encodeBalanceChunkFrom is encodeBalanceChunk reading the balances with
-// atomic loads: the persister encodes straight from the readable balances
-// while the Snapshotter keeps storing them (a fuzzy snapshot).
-func encodeBalanceChunkFrom(dst []byte, first uint64, bal []atomic.Int64) []byte {
-	dst = dst[:0]
-	dst = binary.LittleEndian.AppendUint64(dst, first)
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(bal)))
-	for i := range bal {
-		dst = binary.LittleEndian.AppendUint64(dst, uint64(bal[i].Load()))
+// encodeCellChunkFrom is encodeCellChunk reading the cells with atomic
+// loads: the persister encodes straight from the readable cells while the
+// Snapshotter keeps storing them (a fuzzy snapshot).
+func encodeCellChunkFrom(dst []byte, first uint64, cells []atomic.Int64) []byte {
+	dst = appendCellHeader(dst[:0], first, len(cells))
+	for i := range cells {
+		dst = binary.AppendUvarint(dst, uint64(cells[i].Load()))
 	}
 	return sealRecord(dst)
 }
 
-// openBalanceChunk checks a chunk against the account it must start at and
-// the number of accounts, and returns its balances' bytes (8 per balance).
-func openBalanceChunk(val []byte, wantFirst, accounts uint64) ([]byte, error) {
+func appendCellHeader(dst []byte, first uint64, n int) []byte {
+	dst = binary.LittleEndian.AppendUint64(dst, first)
+	return binary.LittleEndian.AppendUint32(dst, uint32(n))
+}
+
+// decodeCellChunk checks a chunk against the cell it must start at and the
+// number it must hold, and appends its cells to out.
+func decodeCellChunk(val []byte, wantFirst, wantCount uint64, out []int64) ([]int64, error) {
 	b, err := openRecord(val)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	if len(b) < 12 {
-		return nil, fmt.Errorf("chunk of %d bytes", len(b))
+		return out, fmt.Errorf("chunk of %d bytes", len(b))
 	}
 	first, n := binary.LittleEndian.Uint64(b), uint64(binary.LittleEndian.Uint32(b[8:]))
-	if first != wantFirst || uint64(len(b)-12) != 8*n || first > accounts || n > accounts-first {
-		return nil, fmt.Errorf("chunk header first=%d count=%d, want first=%d", first, n, wantFirst)
+	if first != wantFirst || n != wantCount {
+		return out, fmt.Errorf("chunk header first=%d count=%d, want first=%d count=%d", first, n, wantFirst, wantCount)
 	}
-	return b[12:], nil
-}
-
-// decodeBalanceChunk checks a chunk and copies its balances into bal at
-// their accounts.
-func decodeBalanceChunk(val []byte, wantFirst uint64, bal []int64) error {
-	b, err := openBalanceChunk(val, wantFirst, uint64(len(bal)))
-	if err != nil {
-		return err
+	b = b[12:]
+	for i := uint64(0); i < n; i++ {
+		v, k := binary.Uvarint(b)
+		if k <= 0 || v > maxColumn {
+			return out, fmt.Errorf("cell %d: bad value", first+i)
+		}
+		out = append(out, int64(v))
+		b = b[k:]
 	}
-	for i := 0; i < len(b)/8; i++ {
-		bal[wantFirst+uint64(i)] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+	if len(b) != 0 {
+		return out, fmt.Errorf("chunk has %d bytes after its cells", len(b))
 	}
-	return nil
+	return out, nil
 }
 
 func encodeRefsChunk(refs []refEntry) []byte {
@@ -99,40 +104,22 @@ func decodeRefsChunk(val []byte) ([]refEntry, error) {
 	return refs, nil
 }
 
-// acctChunkBase is the chunk number of a snapshot's first accounts chunk;
-// chunk acctChunkBase+i holds slots 1+i*snapChunkAccounts on.
-const acctChunkBase = 1 << 31
-
-// accounts chunk layout: u64 first slot, u32 count, count x 32-byte account
-// (the WAL's create_account layout).
-func encodeAccountChunk(dst []byte, first uint64, meta []acctMeta) []byte {
-	dst = dst[:0]
-	dst = binary.LittleEndian.AppendUint64(dst, first)
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(meta)))
-	for _, m := range meta {
-		dst = appendAccount(dst, m)
-	}
-	return sealRecord(dst)
+// An account record ("A" + slot) is the account's immutable part, the
+// WAL's 32-byte create_account layout, sealed. The Snapshotter writes it
+// once, when it applies the creation (unsynced: the next snapshot's synced
+// manifest, later in pebble's log, makes it durable), so snapshots carry no
+// account metadata; Open writes those of the creations it replays.
+func encodeAccountRecord(m acctMeta) []byte {
+	return sealRecord(appendAccount(make([]byte, 0, accountLen), m))
 }
 
-// decodeAccountChunk checks a chunk against the slot it must start at and
-// the number it must hold, and calls put for each account in slot order.
-func decodeAccountChunk(val []byte, wantFirst, wantCount uint64, put func(acctMeta) error) error {
+func decodeAccountRecord(val []byte) (acctMeta, error) {
 	b, err := openRecord(val)
 	if err != nil {
-		return err
+		return acctMeta{}, err
 	}
-	if len(b) < 12 {
-		return fmt.Errorf("accounts chunk of %d bytes", len(b))
+	if len(b) != accountLen {
+		return acctMeta{}, fmt.Errorf("account record of %d bytes", len(b))
 	}
-	first, n := binary.LittleEndian.Uint64(b), uint64(binary.LittleEndian.Uint32(b[8:]))
-	if first != wantFirst || n != wantCount || uint64(len(b)-12) != accountLen*n {
-		return fmt.Errorf("accounts chunk header first=%d count=%d, want first=%d count=%d", first, n, wantFirst, wantCount)
-	}
-	for i := uint64(0); i < n; i++ {
-		if err := put(decodeAccount(b[12+accountLen*i:])); err != nil {
-			return err
-		}
-	}
-	return nil
+	return decodeAccount(b), nil
 }

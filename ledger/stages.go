@@ -3,6 +3,7 @@ package ledger
 import (
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/lanework/lanework/ledger/internal/wal"
 	"github.com/lanework/lanework/pressure"
 )
@@ -383,6 +384,8 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		run = &refRun{}
 	}
 	accounts := l.visible.Load()
+	acctBatch := l.db.NewBatch() // the account records of a batch's creations
+	defer acctBatch.Close()
 	for {
 		recs := l.toSnap.PeekN(snapshotterRun)
 		if len(recs) == 0 {
@@ -414,6 +417,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 				l.readable[e.cell].Store(e.value)
 			}
 			if r.kind == KindCreateAccount && r.fail == OK {
+				acctBatch.Set(idKey(prefixAccount, accounts), encodeAccountRecord(r.account()), nil)
 				accounts++
 			}
 			if r.userRef != 0 && r.fail != Duplicate {
@@ -425,6 +429,14 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 			}
 		}
 		// Before any snapshot that covers these transactions.
+		if !acctBatch.Empty() {
+			err := acctBatch.Commit(pebble.NoSync)
+			acctBatch.Reset()
+			if err != nil {
+				l.fail(err)
+				return
+			}
+		}
 		if run != nil {
 			if err := run.flush(l.db); err != nil {
 				l.fail(err)
@@ -480,7 +492,7 @@ func (l *Ledger) runPersister() {
 		if h := l.snapHook.Load(); h != nil {
 			hook = *h
 		}
-		buf, err = writeSnapshot(l.db, &l.cfg, s, l.readable, l.accts.meta, l.applying.Load, hook, buf)
+		buf, err = writeSnapshot(l.db, &l.cfg, s, l.readable, l.applying.Load, hook, buf)
 		if err == nil && l.cfg.WALRetention >= 0 && s.txID > uint64(l.cfg.WALRetention) {
 			// Whole segments below the snapshot minus the retention go.
 			_, err = l.wal.RemoveBelow(s.txID - uint64(l.cfg.WALRetention) + 1)

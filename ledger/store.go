@@ -130,18 +130,14 @@ type snapshotData struct {
 //
 // The accounts as of s.txID (slots 1 .. s.accounts-1, immutable once
 // created) are written first, in chunks of their own.
-func writeSnapshot(db *pebble.DB, cfg *Config, s *snapshotData, bal []atomic.Int64, meta []acctMeta, end func() uint64, hook func(chunk uint32), buf []byte) ([]byte, error) {
-	for i, lo := uint32(0), uint64(1); lo < s.accounts; i, lo = i+1, lo+snapChunkAccounts {
-		hi := min(lo+snapChunkAccounts, s.accounts)
-		buf = encodeAccountChunk(buf, lo, meta[lo:hi])
-		if err := db.Set(chunkKey(s.txID, acctChunkBase+i), buf, pebble.NoSync); err != nil {
-			return buf, fmt.Errorf("ledger: write snapshot %d: %w", s.txID, err)
-		}
-	}
-	n := (uint64(len(bal)) + snapChunkAccounts - 1) / snapChunkAccounts
+func writeSnapshot(db *pebble.DB, cfg *Config, s *snapshotData, bal []atomic.Int64, end func() uint64, hook func(chunk uint32), buf []byte) ([]byte, error) {
+	// The cells of the accounts that existed at S0; an account created
+	// after it is created again by the replay of (S0, S1], from zero.
+	cells := cellsPerAccount * s.accounts
+	n := (cells + snapChunkAccounts - 1) / snapChunkAccounts
 	for i := uint64(0); i < n; i++ {
-		lo, hi := i*snapChunkAccounts, min((i+1)*snapChunkAccounts, uint64(len(bal)))
-		buf = encodeBalanceChunkFrom(buf, lo, bal[lo:hi])
+		lo, hi := i*snapChunkAccounts, min((i+1)*snapChunkAccounts, cells)
+		buf = encodeCellChunkFrom(buf, lo, bal[lo:hi])
 		if err := db.Set(chunkKey(s.txID, uint32(i)), buf, pebble.NoSync); err != nil {
 			return buf, fmt.Errorf("ledger: write snapshot %d: %w", s.txID, err)
 		}
@@ -156,7 +152,7 @@ func writeSnapshot(db *pebble.DB, cfg *Config, s *snapshotData, bal []atomic.Int
 		return buf, err
 	}
 	man, err := encodeMsgpack(manifest{
-		FormatVersion: manifestVersion, TxID: s.txID, TxEnd: s1, MaxAccounts: uint64(len(meta)), Accounts: s.accounts,
+		FormatVersion: manifestVersion, TxID: s.txID, TxEnd: s1, MaxAccounts: cfg.MaxAccounts, Accounts: s.accounts,
 		ChunkAccounts: snapChunkAccounts, Chunks: uint32(n), DedupWindow: cfg.DedupWindow,
 		Refs: uint64(len(s.refs)), CreatedUnixNs: time.Now().UnixNano(),
 	})

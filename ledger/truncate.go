@@ -131,7 +131,7 @@ func truncateDir(fs vfs.FS, dir string, after uint64) (*truncation, error) {
 		if !ok {
 			continue
 		}
-		info, err := readSnapshot(ro, m.MaxAccounts, id, it.Value(), func(uint64, []byte) {}, func(acctMeta) error { return nil })
+		info, err := readSnapshot(ro, m.MaxAccounts, id, it.Value(), func(uint64, []int64) {}, func(acctMeta) error { return nil })
 		end := id
 		if err == nil {
 			end = info.end

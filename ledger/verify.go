@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -187,10 +186,8 @@ func (v *verifier) loadSnapshots(db *pebble.DB) error {
 		v.rep.Snapshots = append(v.rep.Snapshots, snapshotCheck{TxID: TxID(id)})
 		bal := make([]int64, cellsPerAccount*v.rep.MaxAccounts)
 		var accts []acctMeta
-		info, err := readSnapshot(db, v.rep.MaxAccounts, id, it.Value(), func(first uint64, raw []byte) {
-			for i := 0; i < len(raw)/8; i++ {
-				bal[first+uint64(i)] = int64(binary.LittleEndian.Uint64(raw[8*i:]))
-			}
+		info, err := readSnapshot(db, v.rep.MaxAccounts, id, it.Value(), func(first uint64, cells []int64) {
+			copy(bal[first:], cells)
 		}, func(m acctMeta) error { accts = append(accts, m); return nil })
 		if err != nil {
 			v.finding(keyLoc(it.Key()), id, id, "snapshot: %v", err)

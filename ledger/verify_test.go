@@ -105,7 +105,7 @@ func TestVerifyFindsWrongSnapshot(t *testing.T) {
 		require.NoError(t, err)
 		r.bal[cell(1, CreditsPosted)].Add(1) // debits and credits still agree
 		r.bal[cell(2, DebitsPosted)].Add(1)
-		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs, accounts: r.accts.n}, r.bal, r.accts.meta, func() uint64 { return 100 }, nil, nil)
+		_, err = writeSnapshot(db, &cfg, &snapshotData{txID: 100, refs: r.refs, accounts: r.accts.n}, r.bal, func() uint64 { return 100 }, nil, nil)
 		require.NoError(t, err)
 	})
 	rep, err := verifyDir(nil, cfg.Dir)

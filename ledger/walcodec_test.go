@@ -86,14 +86,22 @@ func TestBatchRejectsDamage(t *testing.T) {
 }
 
 func TestSnapshotChunksRoundTrip(t *testing.T) {
-	bal := []int64{-9, 4, 5}
-	got := make([]int64, 3)
-	require.NoError(t, decodeBalanceChunk(encodeBalanceChunk(nil, 0, bal), 0, got))
-	require.Equal(t, bal, got)
-	c := encodeBalanceChunk(nil, 0, bal)
+	cells := []int64{9, 0, 1<<63 - 1}
+	got, err := decodeCellChunk(encodeCellChunk(nil, 4, cells), 4, 3, nil)
+	require.NoError(t, err)
+	require.Equal(t, cells, got)
+	c := encodeCellChunk(nil, 0, cells)
 	c[len(c)-1] ^= 1
-	require.Error(t, decodeBalanceChunk(c, 0, got))
-	require.Error(t, decodeBalanceChunk(encodeBalanceChunk(nil, 2, bal), 2, got), "overruns MaxAccounts")
+	_, err = decodeCellChunk(c, 0, 3, nil)
+	require.Error(t, err)
+	_, err = decodeCellChunk(encodeCellChunk(nil, 0, cells), 0, 4, nil)
+	require.Error(t, err, "fewer cells than the manifest says")
+	_, err = decodeCellChunk(encodeCellChunk(nil, 0, []int64{-1}), 0, 1, nil)
+	require.Error(t, err, "a column above 2^63-1")
+	m := acctMeta{id: 7, ledger: 1, code: 2, flags: History, userData: [2]uint64{3, 4}}
+	gm, err := decodeAccountRecord(encodeAccountRecord(m))
+	require.NoError(t, err)
+	require.Equal(t, m, gm)
 	refs := []refEntry{{1, 5}, {9, 7}}
 	r, err := decodeRefsChunk(encodeRefsChunk(refs))
 	require.NoError(t, err)
