@@ -100,70 +100,99 @@ type acctMeta struct {
 }
 
 // accountTable maps sparse account ids to dense slots. Slot s owns cells
-// 4s..4s+3 of the balances (one per Column); slot 0 is the system account
-// (id 0), which exists without being created. Slots are handed out in
-// creation order, so the accounts as of any transaction are a prefix of
-// the slots.
+// 4s..4s+3 of the balances (one per Column, one 32-byte group); slot 0 is
+// the system account (id 0), which exists without being created. Slots are
+// handed out in creation order, so the accounts as of any transaction are
+// a prefix of the slots, and a replay assigns the same ones.
 //
-// The index is open addressing with linear probing over slot numbers + 1
-// (0 is empty), preallocated at twice MaxAccounts rounded up to a power of
-// two, so it never grows and is never more than half full. Only the
-// Transactor (or recovery, before the stages start) inserts; readers probe
-// concurrently with atomic loads: an insert writes the slot's metadata
-// first and then stores the index entry, so a reader that finds the entry
-// sees the metadata. Ids are never removed.
+// The index is open addressing with linear probing over 16-byte entries
+// that carry what a transfer checks: the id, and the slot, flags and
+// ledger packed in one word (info), so that one cache line answers a probe
+// without a look at the metadata. It is preallocated at 1.5 x MaxAccounts
+// rounded up to a power of two (at most two thirds full, never resized).
+// Only the Transactor (or recovery, before the stages start) inserts;
+// readers probe concurrently with atomic loads: an insert writes the
+// slot's metadata, then the entry's info, then its id, so a reader that
+// finds the id sees the rest (sync/atomic operations are sequentially
+// consistent in the Go memory model). Ids are never removed.
 //
-// Cost per account: 32 bytes of metadata, 32 bytes of cells, and 8 to 16
-// bytes of index (4 bytes per index entry, 2-4 entries per account of
-// MaxAccounts); all preallocated from MaxAccounts at Open.
+// Cost per account: 32 bytes of metadata, 32 bytes of cells, and 16 bytes
+// per index entry, 1.5 to 3 entries per account of MaxAccounts (24 to 48
+// bytes); all preallocated from MaxAccounts at Open.
 type accountTable struct {
-	index []atomic.Uint32
+	index []acctEntry
 	mask  uint64
 	shift uint
 	meta  []acctMeta
 	n     uint64 // slots in use, including the system account: written by the inserter only
 }
 
+// acctEntry is one index entry; id 0 marks it empty.
+type acctEntry struct {
+	id   atomic.Uint64
+	info atomic.Uint64 // packInfo
+}
+
+// An entry's info: slot (< 2^28) in bits 0-27, flags (4 bits) in 28-31,
+// ledger in 32-63. The system account's is 0: slot 0, no flags, ledger 0
+// (it belongs to every ledger).
+func packInfo(s uint64, m *acctMeta) uint64 {
+	return s | uint64(m.flags&accountFlagsMask)<<28 | uint64(m.ledger)<<32
+}
+
+func infoSlot(info uint64) uint64              { return info & (1<<28 - 1) }
+func infoFlags(info uint64) AccountFlags       { return AccountFlags(info>>28) & accountFlagsMask }
+func infoLedger(info uint64) uint32            { return uint32(info >> 32) }
+func infoHas(info uint64, f AccountFlags) bool { return info&(uint64(f)<<28) != 0 }
+
 func newAccountTable(maxAccounts uint64) *accountTable {
 	size := uint64(4)
-	for size < 2*maxAccounts {
+	for size < maxAccounts+maxAccounts/2 {
 		size *= 2
 	}
 	shift := uint(64)
 	for s := size; s > 1; s >>= 1 {
 		shift--
 	}
-	return &accountTable{index: make([]atomic.Uint32, size), mask: size - 1, shift: shift, meta: make([]acctMeta, maxAccounts), n: 1}
+	return &accountTable{index: make([]acctEntry, size), mask: size - 1, shift: shift, meta: make([]acctMeta, maxAccounts), n: 1}
 }
 
 func (t *accountTable) home(id uint64) uint64 { return (id * 0x9E3779B97F4A7C15) >> t.shift }
 
-// slot returns id's slot, or false if id was never inserted. The system
-// account's id 0 is slot 0.
-func (t *accountTable) slot(id uint64) (uint64, bool) {
+// lookup returns id's info (slot, flags, ledger), or false if id was never
+// inserted. The system account's id 0 is slot 0.
+func (t *accountTable) lookup(id uint64) (uint64, bool) {
 	if id == SystemAccount {
 		return 0, true
 	}
 	for i := t.home(id); ; i = (i + 1) & t.mask {
-		e := t.index[i].Load()
-		if e == 0 {
+		switch t.index[i].id.Load() {
+		case id:
+			return t.index[i].info.Load(), true
+		case 0:
 			return 0, false
-		}
-		if s := uint64(e - 1); t.meta[s].id == id {
-			return s, true
 		}
 	}
 }
 
-// peek returns the slot at id's home if it holds id, else 0: a guess
+// slot returns id's slot, or false if id was never inserted.
+func (t *accountTable) slot(id uint64) (uint64, bool) {
+	info, ok := t.lookup(id)
+	return infoSlot(info), ok
+}
+
+// peek returns id's slot if its entry is at its home, else 0: a guess
 // cheap enough for the Transactor's touch ahead of execute.
 func (t *accountTable) peek(id uint64) uint64 {
-	e := t.index[t.home(id)].Load()
-	if e == 0 || t.meta[e-1].id != id {
+	e := &t.index[t.home(id)]
+	if e.id.Load() != id {
 		return 0
 	}
-	return uint64(e - 1)
+	return infoSlot(e.info.Load())
 }
+
+// peekHome loads id's home entry (touch's first round).
+func (t *accountTable) peekHome(id uint64) uint64 { return t.index[t.home(id)].id.Load() }
 
 // full reports whether every slot is taken.
 func (t *accountTable) full() bool { return t.n == uint64(len(t.meta)) }
@@ -175,10 +204,11 @@ func (t *accountTable) insert(m acctMeta) uint64 {
 	t.meta[s] = m
 	t.n++
 	i := t.home(m.id)
-	for t.index[i].Load() != 0 {
+	for t.index[i].id.Load() != 0 {
 		i = (i + 1) & t.mask
 	}
-	t.index[i].Store(uint32(s + 1))
+	t.index[i].info.Store(packInfo(s, &m))
+	t.index[i].id.Store(m.id) // last: publishes the entry
 	return s
 }
 

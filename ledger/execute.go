@@ -22,55 +22,68 @@ type executor struct {
 	sink       int64 // keeps touch's loads
 }
 
+// cols returns slot s's overlay position (see overlay.find) and its four
+// working columns: the slot's, or the readable cells (one 32-byte group).
+func (x *executor) cols(s uint64) (i uint64, found bool, c [numColumns]int64) {
+	i, found = x.ov.find(s)
+	if found {
+		return i, true, x.ov.slots[i].cols
+	}
+	r := x.readable[cellsPerAccount*s : cellsPerAccount*s+cellsPerAccount : cellsPerAccount*s+cellsPerAccount]
+	return i, false, [numColumns]int64{r[0].Load(), r[1].Load(), r[2].Load(), r[3].Load()}
+}
+
 // value returns cell c's working value: after the last transaction the
 // Transactor executed.
 func (x *executor) value(c uint64) int64 {
-	if v, ok := x.ov.get(c); ok {
-		return v
-	}
-	return x.readable[c].Load()
+	_, _, v := x.cols(c / cellsPerAccount)
+	return v[c%cellsPerAccount]
 }
 
-// lookup returns cell c's overlay position (see overlay.find) and its
-// working value.
-func (x *executor) lookup(c uint64) (i uint64, found bool, v int64) {
-	i, found = x.ov.find(c)
-	if found {
-		return i, true, x.ov.slots[i].bal
-	}
-	return i, false, x.readable[c].Load()
+// setCell sets cell c's working value after transaction id.
+func (x *executor) setCell(c, v, id uint64) {
+	s := c / cellsPerAccount
+	i, found, cols := x.cols(s)
+	cols[c%cellsPerAccount] = int64(v)
+	x.ov.put(i, found, s, &cols, id)
 }
 
-// touch loads, for each request, its accounts' index entries and slots, and
-// the overlay slots at the homes of the cells a transfer changes. The loads
-// are independent of each other, so the cache misses of a group of requests
-// overlap here instead of being paid one after another inside execute,
-// which then finds the lines in cache.
+// touch loads, for each request, what execute will read, in two rounds so
+// that the cache misses of a group of requests overlap instead of being
+// paid one after another inside execute: first its accounts' index entries
+// at their homes and its ref's dedup slot; then, through the entries (now
+// in cache), each account's overlay slot at its home and readable cells.
 func (x *executor) touch(reqs []request) {
 	var s int64
 	for i := range reqs {
 		r := &reqs[i]
 		switch r.kind {
-		case KindDeposit:
-			s += x.peek(r.a, CreditsPosted)
-		case KindWithdrawal:
-			s += x.peek(r.a, DebitsPosted)
+		case KindDeposit, KindWithdrawal:
+			s += int64(x.accts.peekHome(r.a))
 		case KindTransfer:
-			s += x.peek(r.a, DebitsPosted) + x.peek(r.b, CreditsPosted)
+			s += int64(x.accts.peekHome(r.a) + x.accts.peekHome(r.b))
 		}
 		if r.userRef != 0 {
 			s += x.dedup.touch(r.userRef)
 		}
 	}
+	for i := range reqs {
+		r := &reqs[i]
+		switch r.kind {
+		case KindDeposit, KindWithdrawal:
+			s += x.peek(r.a)
+		case KindTransfer:
+			s += x.peek(r.a) + x.peek(r.b)
+		}
+	}
 	x.sink += s
 }
 
-// peek loads what looking up column col of account a will: a's index
-// entry and metadata, the overlay slot at the cell's home and the cell. If
-// a's slot is not the first in its probe, the cell is the system account's.
-func (x *executor) peek(a uint64, col Column) int64 {
-	c := cell(x.accts.peek(a), col)
-	return int64(x.ov.slots[x.ov.home(c)].acct) + x.readable[c].Load()
+// peek loads account a's overlay slot at its home and its readable cells.
+// If a's entry is not at its home, they are the system account's.
+func (x *executor) peek(a uint64) int64 {
+	sl := x.accts.peek(a)
+	return int64(x.ov.slots[x.ov.home(sl)].acct) + x.readable[cellsPerAccount*sl].Load()
 }
 
 // entriesBound is the most overlay slots transaction r can take.
@@ -135,8 +148,8 @@ func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 }
 
 func (x *executor) createAccount(m *acctMeta) FailReason {
-	if s, ok := x.slot(m.id); ok {
-		return existsReason(x.meta(s), m)
+	if info, ok := x.lookup(m.id); ok {
+		return existsReason(x.meta(infoSlot(info)), m)
 	}
 	if x.accts.n+uint64(len(x.tent)) == uint64(len(x.accts.meta)) {
 		return AccountsLimitReached
@@ -149,14 +162,14 @@ func (x *executor) createAccount(m *acctMeta) FailReason {
 	return OK
 }
 
-// slot is accts.slot, seeing the accounts of the chain being executed.
-func (x *executor) slot(id uint64) (uint64, bool) {
-	if s, ok := x.accts.slot(id); ok {
-		return s, true
+// lookup is accts.lookup, seeing the accounts of the chain being executed.
+func (x *executor) lookup(id uint64) (uint64, bool) {
+	if info, ok := x.accts.lookup(id); ok {
+		return info, true
 	}
 	for i := range x.tent {
 		if x.tent[i].id == id {
-			return x.accts.n + uint64(i), true
+			return packInfo(x.accts.n+uint64(i), &x.tent[i]), true
 		}
 	}
 	return 0, false
@@ -205,7 +218,7 @@ func (x *executor) executeChain(reqs []request, first uint64, ts int64, recs []t
 		r := &recs[j]
 		es := r.entries()
 		for e := len(es) - 1; e >= 0; e-- {
-			x.ov.set(uint64(es[e].cell), es[e].value-es[e].delta, r.id)
+			x.setCell(uint64(es[e].cell), uint64(es[e].value-es[e].delta), r.id)
 		}
 		r.fail, r.n, r.extra = LinkedEventFailed, 0, nil
 		if r.kind != KindCreateAccount {
@@ -248,10 +261,11 @@ func existsReason(have, want *acctMeta) FailReason {
 	return Exists
 }
 
-// sameLedger reports whether a transfer between slots d and c stays in one
-// ledger; the system account (slot 0) belongs to every ledger.
-func (x *executor) sameLedger(d, c uint64) bool {
-	return d == 0 || c == 0 || x.meta(d).ledger == x.meta(c).ledger
+// sameLedger reports whether a transfer between accounts of infos d and c
+// stays in one ledger; the system account (ledger 0) belongs to every one.
+func sameLedger(d, c uint64) bool {
+	dl, cl := infoLedger(d), infoLedger(c)
+	return dl == 0 || cl == 0 || dl == cl
 }
 
 // exceeds reports whether a + b + amt > limit, without overflow: a and b
@@ -264,51 +278,51 @@ func exceeds(a, b, amt, limit uint64) bool {
 // transfer posts amt (0 < amt < 2^63) from account from to account to
 // (from != to).
 func (x *executor) transfer(from, to, amt uint64, id uint64, rec *txRecord) FailReason {
-	ds, ok := x.slot(from)
+	d, ok := x.lookup(from)
 	if !ok {
 		return AccountNotFound
 	}
-	cs, ok := x.slot(to)
+	c, ok := x.lookup(to)
 	if !ok {
 		return AccountNotFound
 	}
-	if x.meta(ds).flags&Closed != 0 {
+	if infoHas(d, Closed) {
 		return DebitAccountAlreadyClosed
 	}
-	if x.meta(cs).flags&Closed != 0 {
+	if infoHas(c, Closed) {
 		return CreditAccountAlreadyClosed
 	}
-	if !x.sameLedger(ds, cs) {
+	if !sameLedger(d, c) {
 		return AccountsMustHaveSameLedger
 	}
-	dc, cc := cell(ds, DebitsPosted), cell(cs, CreditsPosted)
-	di, dok, dv := x.lookup(dc)
-	ci, cok, cv := x.lookup(cc)
-	if uint64(dv) > maxColumn-amt {
+	ds, cs := infoSlot(d), infoSlot(c)
+	di, dok, dv := x.cols(ds)
+	ci, cok, cv := x.cols(cs)
+	if uint64(dv[DebitsPosted]) > maxColumn-amt {
 		return OverflowsDebitsPosted
 	}
-	if uint64(cv) > maxColumn-amt {
+	if uint64(cv[CreditsPosted]) > maxColumn-amt {
 		return OverflowsCreditsPosted
 	}
-	if x.meta(ds).flags&DebitsMustNotExceedCredits != 0 &&
-		exceeds(uint64(dv), uint64(x.value(cell(ds, DebitsPending))), amt, uint64(x.value(cell(ds, CreditsPosted)))) {
+	if infoHas(d, DebitsMustNotExceedCredits) &&
+		exceeds(uint64(dv[DebitsPosted]), uint64(dv[DebitsPending]), amt, uint64(dv[CreditsPosted])) {
 		return ExceedsCredits
 	}
-	if x.meta(cs).flags&CreditsMustNotExceedDebits != 0 &&
-		exceeds(uint64(cv), uint64(x.value(cell(cs, CreditsPending))), amt, uint64(x.value(cell(cs, DebitsPosted)))) {
+	if infoHas(c, CreditsMustNotExceedDebits) &&
+		exceeds(uint64(cv[CreditsPosted]), uint64(cv[CreditsPending]), amt, uint64(cv[DebitsPosted])) {
 		return ExceedsDebits
 	}
-	dv += int64(amt)
-	cv += int64(amt)
-	x.ov.put(di, dok, dc, dv, id)
-	if !dok && !cok && ci == di { // both probes ended at the slot dc just took
-		ci, cok = x.ov.find(cc)
+	dv[DebitsPosted] += int64(amt)
+	cv[CreditsPosted] += int64(amt)
+	x.ov.put(di, dok, ds, &dv, id)
+	if !dok && !cok && ci == di { // both probes ended at the slot ds just took
+		ci, cok = x.ov.find(cs)
 	}
-	x.ov.put(ci, cok, cc, cv, id)
+	x.ov.put(ci, cok, cs, &cv, id)
 	rec.n = 2
 	rec.inline = [2]cellEntry{
-		{acct: from, delta: int64(amt), value: dv, cell: uint32(dc), col: DebitsPosted},
-		{acct: to, delta: int64(amt), value: cv, cell: uint32(cc), col: CreditsPosted},
+		{acct: from, delta: int64(amt), value: dv[DebitsPosted], cell: uint32(cell(ds, DebitsPosted)), col: DebitsPosted},
+		{acct: to, delta: int64(amt), value: cv[CreditsPosted], cell: uint32(cell(cs, CreditsPosted)), col: CreditsPosted},
 	}
 	return OK
 }
@@ -340,12 +354,12 @@ func (x *executor) composite(r *request, id uint64, rec *txRecord) FailReason {
 	}
 	var ledger uint32 // of the first non-system account
 	for i, l := range legs {
-		s, ok := x.slot(l.Account)
+		info, ok := x.lookup(l.Account)
 		if !ok {
 			return AccountNotFound
 		}
-		m := x.meta(s)
-		if m.flags&Closed != 0 {
+		s := infoSlot(info)
+		if infoHas(info, Closed) {
 			if l.Delta < 0 {
 				return DebitAccountAlreadyClosed
 			}
@@ -353,8 +367,8 @@ func (x *executor) composite(r *request, id uint64, rec *txRecord) FailReason {
 		}
 		if s != 0 {
 			if ledger == 0 {
-				ledger = m.ledger
-			} else if m.ledger != ledger {
+				ledger = infoLedger(info)
+			} else if infoLedger(info) != ledger {
 				return AccountsMustHaveSameLedger
 			}
 		}
@@ -380,14 +394,14 @@ func (x *executor) composite(r *request, id uint64, rec *txRecord) FailReason {
 		switch {
 		case r.flags&NoNegative != 0 && dp > cp:
 			return ExceedsCredits
-		case col == DebitsPosted && m.flags&DebitsMustNotExceedCredits != 0 && exceeds(dp, uint64(x.value(cell(s, DebitsPending))), 0, cp):
+		case col == DebitsPosted && infoHas(info, DebitsMustNotExceedCredits) && exceeds(dp, uint64(x.value(cell(s, DebitsPending))), 0, cp):
 			return ExceedsCredits
-		case col == CreditsPosted && m.flags&CreditsMustNotExceedDebits != 0 && exceeds(cp, uint64(x.value(cell(s, CreditsPending))), 0, dp):
+		case col == CreditsPosted && infoHas(info, CreditsMustNotExceedDebits) && exceeds(cp, uint64(x.value(cell(s, CreditsPending))), 0, dp):
 			return ExceedsDebits
 		}
 	}
 	for _, e := range entries {
-		x.ov.set(uint64(e.cell), e.value, id)
+		x.setCell(uint64(e.cell), uint64(e.value), id)
 	}
 	rec.n = uint16(len(entries))
 	rec.extra = entries

@@ -1,8 +1,9 @@
 package ledger
 
-// The overlay replaces a private copy of all cells in the Transactor. A
-// cell is one column of one account (see accountTable); "balance" below is
-// a cell's value and "account" a cell.
+// The overlay replaces a private copy of all cells in the Transactor. Its
+// slots are per account (slot of the accountTable) and hold all four
+// columns; "balance" below is the four columns, and readable[a] the
+// account's four readable cells.
 //
 // The Transactor runs ahead of the Snapshotter: the readable balances lag its
 // working balances by the transactions between Snapshot and Computed. The
@@ -52,10 +53,12 @@ const (
 	overlayForcedSweep = 1 << 30
 )
 
+// ovSlot holds an account's four working columns: one probe answers every
+// check a transfer makes on the account.
 type ovSlot struct {
-	acct uint32 // cell + 1; 0 marks an empty slot (cells < 2^30)
+	acct uint32 // account slot + 1; 0 marks an empty slot (slots < 2^28)
 	last uint32 // low 32 bits of the id of the last transaction that changed it
-	bal  int64  // working balance
+	cols [numColumns]int64
 }
 
 type overlay struct {
@@ -101,31 +104,18 @@ func (o *overlay) find(a uint64) (uint64, bool) {
 	}
 }
 
-// get returns account a's slot balance, if it has a slot.
-func (o *overlay) get(a uint64) (int64, bool) {
-	if i, ok := o.find(a); ok {
-		return o.slots[i].bal, true
-	}
-	return 0, false
-}
-
-// put records a's working balance after transaction id at index i from
-// find (found: a's slot; else the empty slot ending its probe, which must
-// still be empty). The caller made sure that occupancy is below the limit.
-func (o *overlay) put(i uint64, found bool, a uint64, bal int64, id uint64) {
+// put records slot a's working columns after transaction id at index i
+// from find (found: a's slot; else the empty slot ending its probe, which
+// must still be empty). The caller made sure that occupancy is below the
+// limit.
+func (o *overlay) put(i uint64, found bool, a uint64, cols *[numColumns]int64, id uint64) {
 	s := &o.slots[i]
 	if found {
-		s.bal, s.last = bal, uint32(id)
+		s.cols, s.last = *cols, uint32(id)
 		return
 	}
-	*s = ovSlot{acct: uint32(a + 1), last: uint32(id), bal: bal}
+	*s = ovSlot{acct: uint32(a + 1), last: uint32(id), cols: *cols}
 	o.n++
-}
-
-// set records a's working balance after transaction id.
-func (o *overlay) set(a uint64, bal int64, id uint64) {
-	i, found := o.find(a)
-	o.put(i, found, a, bal, id)
 }
 
 // room reports whether need more slots fit. If not, and a sweep is allowed

@@ -24,9 +24,9 @@ func TestOverlayModel(t *testing.T) {
 	check := func() {
 		require.Equal(t, len(model), o.n)
 		for a, s := range model {
-			b, ok := o.get(a)
+			i, ok := o.find(a)
 			require.True(t, ok, "account %d lost", a)
-			require.Equal(t, s.bal, b)
+			require.Equal(t, [numColumns]int64{s.bal, 0, 0, -s.bal}, o.slots[i].cols)
 		}
 		for i := range o.slots { // every slot reachable from its home
 			if k := o.slots[i].acct; k != 0 {
@@ -55,7 +55,8 @@ func TestOverlayModel(t *testing.T) {
 				a = 1<<27 + uint64(rng.IntN(64))
 			}
 			b := rng.Int64()
-			o.set(a, b, id)
+			i, found := o.find(a)
+			o.put(i, found, a, &[numColumns]int64{b, 0, 0, -b}, id)
 			model[a] = slot{bal: b, last: id}
 		}
 		if step%97 == 0 {
