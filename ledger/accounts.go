@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"sync/atomic"
+	"unsafe"
 )
 
 // AccountFlags set an account's rules at creation.
@@ -154,7 +155,9 @@ func newAccountTable(maxAccounts uint64) *accountTable {
 	for s := size; s > 1; s >>= 1 {
 		shift--
 	}
-	return &accountTable{index: make([]acctEntry, size), mask: size - 1, shift: shift, meta: make([]acctMeta, maxAccounts), n: 1}
+	t := &accountTable{index: make([]acctEntry, size), mask: size - 1, shift: shift, meta: make([]acctMeta, maxAccounts), n: 1}
+	adviseHuge(unsafe.Pointer(&t.index[0]), uintptr(size)*unsafe.Sizeof(acctEntry{}))
+	return t
 }
 
 func (t *accountTable) home(id uint64) uint64 { return (id * 0x9E3779B97F4A7C15) >> t.shift }
@@ -217,3 +220,11 @@ const cellsPerAccount = uint64(numColumns)
 
 // cell returns the index of slot s's column c in the balances.
 func cell(s uint64, c Column) uint64 { return s*cellsPerAccount + uint64(c) }
+
+// newCells allocates the cells of maxAccounts accounts (the readable
+// balances), in huge pages where the kernel allows.
+func newCells(maxAccounts uint64) []atomic.Int64 {
+	c := make([]atomic.Int64, cellsPerAccount*maxAccounts)
+	adviseHuge(unsafe.Pointer(&c[0]), uintptr(len(c))*8)
+	return c
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,10 +37,55 @@ func BenchmarkSubmit(b *testing.B) {
 	}
 	defer l.Close()
 	createAccounts(b, l, 1_000_000)
+	settle(b, l)
 	ops := benchOps(1<<16, 1_000_000)
 	b.ReportAllocs()
 	submitCommitted(b, l, ops)
 	b.ReportMetric(float64(l.Stats().OverlayWaits), "overlay-waits")
+}
+
+// BenchmarkSubmitTransfers is BenchmarkSubmit with simple transfers only,
+// between 1M accounts created without limits (so every one applies).
+func BenchmarkSubmitTransfers(b *testing.B) {
+	l, err := Open(Config{Dir: b.TempDir(), MaxAccounts: 1_000_000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	batch := make([]Op, 0, 4096)
+	for a := uint64(1); a < 1_000_000; a++ {
+		batch = append(batch, CreateAccount{ID: a, Ledger: 1})
+		if len(batch) == cap(batch) || a == 1_000_000-1 {
+			if _, _, err := l.SubmitBatch(batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	settle(b, l)
+	rng := rand.New(rand.NewPCG(1, 1))
+	ops := make([]Op, 1<<16)
+	for i := range ops {
+		from := 1 + rng.Uint64N(1_000_000-1)
+		ops[i] = Transfer{From: from, To: from%(1_000_000-1) + 1, Amount: 1 + rng.Uint64N(100)}
+	}
+	b.ReportAllocs()
+	submitCommitted(b, l, ops)
+	if st := l.Stats(); st.Outcomes[KindTransfer][OK] < uint64(b.N) {
+		b.Fatalf("%d of %d transfers applied", st.Outcomes[KindTransfer][OK], b.N)
+	}
+}
+
+// settle makes the accounts' creation durable in a snapshot and flushes
+// pebble, so that the timed part does not pay for writing the setup.
+func settle(b *testing.B, l *Ledger) {
+	b.Helper()
+	if _, err := l.Snapshot(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if err := l.db.Flush(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // submitCommitted times b.N submits of ops, round robin, until the last is
@@ -188,7 +232,7 @@ func BenchmarkExecuteRefs(b *testing.B) {
 
 func benchExecute(b *testing.B, d *dedup, refs bool) {
 	const accounts, lag = 1_000_000, 1 << 16
-	readable := make([]atomic.Int64, cellsPerAccount*accounts)
+	readable := newCells(accounts)
 	accts := newAccountTable(accounts)
 	for a := uint64(1); a < accounts; a++ {
 		accts.insert(acctMeta{id: a, ledger: 1, flags: DebitsMustNotExceedCredits}) // as every account was before: no debit below zero

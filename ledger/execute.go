@@ -117,7 +117,7 @@ func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 	if r.chainOpen {
 		rec.fail = LinkedEventChainOpen
 		if r.kind == KindCreateAccount {
-			rec.setAccount(r.acct)
+			rec.setAccount(r.account())
 		}
 		x.remember(id, r.userRef)
 		return
@@ -126,7 +126,7 @@ func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 		if o, dup := x.dedup.lookup(id, r.userRef); dup {
 			rec.fail, rec.dupOf = Duplicate, o
 			if r.kind == KindCreateAccount {
-				rec.setAccount(r.acct)
+				rec.setAccount(r.account())
 			}
 			return
 		}
@@ -134,8 +134,9 @@ func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 	}
 	switch r.kind {
 	case KindCreateAccount:
-		rec.fail = x.createAccount(&r.acct)
-		rec.setAccount(r.acct)
+		m := r.account()
+		rec.fail = x.createAccount(&m)
+		rec.setAccount(m)
 	case KindDeposit:
 		rec.fail = x.transfer(SystemAccount, r.a, r.amount, id, rec)
 	case KindWithdrawal:
@@ -229,7 +230,7 @@ func (x *executor) executeChain(reqs []request, first uint64, ts int64, recs []t
 		q := &reqs[j]
 		recs[j] = txRecord{id: first + uint64(j), userRef: q.userRef, ts: ts, kind: q.kind, fail: LinkedEventFailed, w: q.w, wlevel: q.wlevel}
 		if q.kind == KindCreateAccount {
-			recs[j].setAccount(q.acct)
+			recs[j].setAccount(q.account())
 		}
 		x.remember(first+uint64(j), q.userRef)
 	}

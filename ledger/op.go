@@ -136,8 +136,11 @@ func (k Kind) String() string {
 type request struct {
 	kind  Kind
 	flags CompositeFlags
-	a, b  uint64   // account (Deposit, Withdrawal); from, to (Transfer); id (CreateAccount)
-	acct  acctMeta // CreateAccount
+	a, b  uint64 // account (Deposit, Withdrawal); from, to (Transfer); id, user_data[0] (CreateAccount)
+	// meta is a CreateAccount's ledger, code and flags (packMeta); its
+	// user_data[1] is in amount. Packed so that every request stays small:
+	// the Sequencer ring copies each one twice.
+	meta uint64
 	// linked: the op is linked to the next one (a chain member but the
 	// last); chainOpen: the op is in a chain its batch left open.
 	linked, chainOpen bool
@@ -153,8 +156,8 @@ type request struct {
 func prepare(op Op, r *request) error {
 	switch o := op.(type) {
 	case CreateAccount:
-		*r = request{kind: KindCreateAccount, a: o.ID, userRef: o.UserRef, linked: o.Linked,
-			acct: acctMeta{id: o.ID, userData: o.UserData, ledger: o.Ledger, code: o.Code, flags: o.Flags}}
+		*r = request{kind: KindCreateAccount, a: o.ID, b: o.UserData[0], amount: o.UserData[1], userRef: o.UserRef, linked: o.Linked,
+			meta: uint64(o.Ledger) | uint64(o.Code)<<32 | uint64(o.Flags)<<48}
 		switch {
 		case o.ID == SystemAccount:
 			return ErrAccountID
@@ -266,4 +269,9 @@ func markChains(reqs []request) (int, error) {
 		reqs[i].chainOpen = true
 	}
 	return 0, nil
+}
+
+// account returns a CreateAccount request's account.
+func (r *request) account() acctMeta {
+	return acctMeta{id: r.a, userData: [2]uint64{r.b, r.amount}, ledger: uint32(r.meta), code: uint16(r.meta >> 32), flags: AccountFlags(r.meta >> 48)}
 }

@@ -1,5 +1,7 @@
 package ledger
 
+import "unsafe"
+
 // The overlay replaces a private copy of all cells in the Transactor. Its
 // slots are per account (slot of the accountTable) and hold all four
 // columns; "balance" below is the four columns, and readable[a] the
@@ -85,7 +87,9 @@ func newOverlay(slots int, at uint64) overlay {
 	for s := slots; s > 1; s >>= 1 {
 		shift--
 	}
-	return overlay{slots: make([]ovSlot, slots), mask: uint64(slots - 1), shift: shift, limit: slots / 2, barrier: at, lastSweep: at}
+	o := overlay{slots: make([]ovSlot, slots), mask: uint64(slots - 1), shift: shift, limit: slots / 2, barrier: at, lastSweep: at}
+	adviseHuge(unsafe.Pointer(&o.slots[0]), uintptr(slots)*unsafe.Sizeof(ovSlot{}))
+	return o
 }
 
 func (o *overlay) home(a uint64) uint64 { return (a * 0x9E3779B97F4A7C15) >> o.shift }

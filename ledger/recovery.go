@@ -63,7 +63,7 @@ type recoveryInfo struct {
 // checks that each such account's chunk value was one of its balances in the
 // window and that the balances sum to zero after S1.
 func recoverState(db *pebble.DB, cfg *Config) (*recovered, error) {
-	rs := &recovered{snapAccounts: 1, bal: make([]atomic.Int64, cellsPerAccount*cfg.MaxAccounts), accts: newAccountTable(cfg.MaxAccounts), dedup: newDedup(cfg.DedupWindow)}
+	rs := &recovered{snapAccounts: 1, bal: newCells(cfg.MaxAccounts), accts: newAccountTable(cfg.MaxAccounts), dedup: newDedup(cfg.DedupWindow)}
 	if err := loadNewestSnapshot(db, cfg, rs); err != nil {
 		return nil, err
 	}
