@@ -33,6 +33,19 @@ func (x *executor) cols(s uint64) (i uint64, found bool, c [numColumns]int64) {
 	return i, false, [numColumns]int64{r[0].Load(), r[1].Load(), r[2].Load(), r[3].Load()}
 }
 
+// working returns slot s's overlay position (see overlay.find) and its
+// working columns: in place in its overlay slot if it has one, else in
+// *tmp, loaded from the readable cells (one 32-byte group).
+func (x *executor) working(s uint64, tmp *[numColumns]int64) (uint64, bool, *[numColumns]int64) {
+	i, found := x.ov.find(s)
+	if found {
+		return i, true, &x.ov.slots[i].cols
+	}
+	r := x.readable[cellsPerAccount*s : cellsPerAccount*s+cellsPerAccount : cellsPerAccount*s+cellsPerAccount]
+	*tmp = [numColumns]int64{r[0].Load(), r[1].Load(), r[2].Load(), r[3].Load()}
+	return i, false, tmp
+}
+
 // value returns cell c's working value: after the last transaction the
 // Transactor executed.
 func (x *executor) value(c uint64) int64 {
@@ -297,8 +310,9 @@ func (x *executor) transfer(from, to, amt uint64, id uint64, rec *txRecord) Fail
 		return AccountsMustHaveSameLedger
 	}
 	ds, cs := infoSlot(d), infoSlot(c)
-	di, dok, dv := x.cols(ds)
-	ci, cok, cv := x.cols(cs)
+	var dt, ct [numColumns]int64
+	di, dok, dv := x.working(ds, &dt)
+	ci, cok, cv := x.working(cs, &ct)
 	if uint64(dv[DebitsPosted]) > maxColumn-amt {
 		return OverflowsDebitsPosted
 	}
@@ -315,11 +329,13 @@ func (x *executor) transfer(from, to, amt uint64, id uint64, rec *txRecord) Fail
 	}
 	dv[DebitsPosted] += int64(amt)
 	cv[CreditsPosted] += int64(amt)
-	x.ov.put(di, dok, ds, &dv, id)
+	// A found slot was changed in place; a new one is inserted only now,
+	// so a failed transfer leaves the overlay as it was.
+	x.ov.touched(di, dok, ds, dv, id)
 	if !dok && !cok && ci == di { // both probes ended at the slot ds just took
 		ci, cok = x.ov.find(cs)
 	}
-	x.ov.put(ci, cok, cs, &cv, id)
+	x.ov.touched(ci, cok, cs, cv, id)
 	rec.n = 2
 	rec.inline = [2]cellEntry{
 		{acct: from, delta: int64(amt), value: dv[DebitsPosted], cell: uint32(cell(ds, DebitsPosted)), col: DebitsPosted},

@@ -337,8 +337,8 @@ var memoryAccounts = flag.Uint64("ledger.memory-accounts", 1<<19, "accounts Test
 
 // TestMemoryPerAccount: the ledger's memory grows per account by what the
 // account table and the cells cost and nothing else: 32 bytes of metadata,
-// 32 of cells (four columns) and 4 bytes per index entry, the index holding
-// between 2 and 4 entries per account of MaxAccounts. It measures the heap
+// 32 of cells (four columns) and 16 bytes per index entry, the index holding
+// between 1.5 and 3 entries per account of MaxAccounts. It measures the heap
 // in use after creating MaxAccounts-1 accounts with sparse random ids in a
 // ledger of 1/4 of -ledger.memory-accounts and in one of all of them, and
 // compares the difference per account with that sum. Before created
@@ -346,6 +346,13 @@ var memoryAccounts = flag.Uint64("ledger.memory-accounts", 1<<19, "accounts Test
 func TestMemoryPerAccount(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates 640Ki accounts")
+	}
+	if raceEnabled {
+		// Under the race detector pebble allocates its manual memory
+		// (memtables, block cache) on the Go heap half of the time
+		// (internal/manual), where the account records the Snapshotter
+		// writes then count.
+		t.Skip("heap in use includes pebble's memory under -race")
 	}
 	heapAfterCreate := func(accounts uint64) uint64 {
 		var before, after runtime.MemStats
@@ -372,7 +379,7 @@ func TestMemoryPerAccount(t *testing.T) {
 		require.NoError(t, l.Close())
 		return after.HeapInuse - before.HeapInuse
 	}
-	indexBytes := func(accounts uint64) uint64 { return 4 * uint64(len(newAccountTable(accounts).index)) }
+	indexBytes := func(accounts uint64) uint64 { return 16 * uint64(len(newAccountTable(accounts).index)) }
 	large := *memoryAccounts
 	small := large / 4
 	hs, hl := heapAfterCreate(small), heapAfterCreate(large)

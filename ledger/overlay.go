@@ -122,6 +122,16 @@ func (o *overlay) put(i uint64, found bool, a uint64, cols *[numColumns]int64, i
 	o.n++
 }
 
+// touched is put for columns that, if found, were changed in place.
+func (o *overlay) touched(i uint64, found bool, a uint64, cols *[numColumns]int64, id uint64) {
+	if found {
+		o.slots[i].last = uint32(id)
+		return
+	}
+	o.slots[i] = ovSlot{acct: uint32(a + 1), last: uint32(id), cols: *cols}
+	o.n++
+}
+
 // room reports whether need more slots fit. If not, and a sweep is allowed
 // (the Snapshot index, loaded through snapshot, has reached the barrier),
 // it sweeps and sets the barrier to executed, the last transaction executed
