@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -77,31 +78,60 @@ func TestKill9(t *testing.T) {
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(t, err)
 		require.NoError(t, cmd.Start())
-		lines := make(chan []byte, 1024)
+		lines := make(chan []byte, 1<<16)
 		go readLines(stdout, lines)
-		early := rng.IntN(8) == 0 // sometimes kill during Open (recovery)
-		if early {
-			time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
-			beforeReady++
-		} else {
-			select {
-			case first, ok := <-lines:
-				require.True(t, ok && string(first) == "ready", "helper did not start: %q", first)
-			case <-time.After(time.Minute):
-				_ = cmd.Process.Kill()
-				t.Fatal("helper not ready after a minute")
-			}
-			time.Sleep(time.Duration(5+rng.IntN(60)) * time.Millisecond) // the kill point: the test's input
-		}
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		var trialAcks []Result
-		for line := range lines { // closes when the pipe does
-			if string(line) == "ready" {
-				continue
+		// take handles one line: an acknowledgement is kept, progress
+		// ("unacked N": N unacknowledged deposits committed) returned.
+		take := func(line []byte) (progress int, ok bool) {
+			if n, found := bytes.CutPrefix(line, []byte("unacked ")); found {
+				p, err := strconv.Atoi(string(n))
+				require.NoError(t, err, "%q", line)
+				return p, true
 			}
 			var r Result
 			require.NoError(t, json.Unmarshal(line, &r), "%q", line)
 			trialAcks = append(trialAcks, r)
+			return 0, false
+		}
+		// await reads lines until one satisfies done.
+		await := func(what string, done func(line []byte) bool) {
+			timeout := time.After(time.Minute)
+			for {
+				select {
+				case line, ok := <-lines:
+					require.True(t, ok, "helper exited before %s", what)
+					if done(line) {
+						return
+					}
+				case <-timeout:
+					_ = cmd.Process.Kill()
+					t.Fatalf("helper not at %s after a minute", what)
+				}
+			}
+		}
+		// The kill point, the test's input: during Open (recovery); a
+		// random time into the load; or a random point of the
+		// unacknowledged load's progress, which spreads kills over its
+		// rollovers and retention on a fast machine and a loaded one alike.
+		switch mode := rng.IntN(8); {
+		case mode == 0:
+			time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
+			beforeReady++
+		case mode < 4:
+			await("ready", func(line []byte) bool { return string(line) == "ready" })
+			time.Sleep(time.Duration(5+rng.IntN(60)) * time.Millisecond)
+		default:
+			await("ready", func(line []byte) bool { return string(line) == "ready" })
+			target := rng.IntN(killUnackedMax)
+			await("its kill point", func(line []byte) bool { p, ok := take(line); return ok && p >= target })
+			time.Sleep(time.Duration(rng.IntN(4000)) * time.Microsecond)
+		}
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		for line := range lines { // closes when the pipe does
+			if string(line) != "ready" {
+				take(line)
+			}
 		}
 		err = cmd.Wait()
 		var ee *exec.ExitError

@@ -12,7 +12,9 @@
 // // batches of -unacked deposits, up to -unacked-max in all (so that a run
 // adds a bounded number of transactions), so the kill also lands on work in
 // flight, and the WAL fills segments fast enough that kills land in
-// rollovers and in retention's removal of old segments.
+// rollovers and in retention's removal of old segments. It reports its
+// progress as lines "unacked N" (N deposits committed), so that the test can
+// place kills by progress as well as by time.
 package main
 
 import (
@@ -78,6 +80,9 @@ func main() {
 			if err != nil {
 				return
 			}
+			mu.Lock()
+			fmt.Fprintf(os.Stdout, "unacked %d\n", i+len(ops))
+			mu.Unlock()
 		}
 	}()
 	select {} // until killed
