@@ -27,11 +27,11 @@ import (
 type refCheck struct {
 	v     *verifier
 	it    *pebble.Iterator
-	key   []byte // the current run's key
-	rest  []byte // its entries not yet compared
-	prev  uint64 // id of the last entry read
-	from  uint64 // first tx the index must hold; 0: none
-	upTo  uint64 // last tx the index must hold: the newest valid snapshot's
+	key   []byte      // the current run's key
+	rest  []byte      // its entries not yet compared
+	prev  uint64      // id of the last entry read
+	from  uint64      // first tx the index must hold; 0: none
+	upTo  uint64      // last tx the index must hold: the newest valid snapshot's
 	order refMismatch // an id at or below its predecessor's
 	wrong refMismatch // an entry the WAL contradicts
 	lost  refMismatch // a WAL ref missing
