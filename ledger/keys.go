@@ -13,6 +13,7 @@ import "encoding/binary"
 //	"C" + tx id + chunk no.  snapshot chunk (binary + CRC32C): the cells, from 0; the dedup window
 //	"A" + slot               account record (32 bytes + CRC32C), written once when the creation is applied
 //	"D" + first tx id        durable idempotency index: a run of (tx id, user ref) (refindex.go)
+//	"F"                      first tx whose ref the index holds, if it was on ever since (u64 + CRC32C)
 //	"R" + Unix ns            a truncation by ledger recover (truncate.go)
 const (
 	prefixMeta       = 'M'
@@ -23,6 +24,7 @@ const (
 	prefixSnapshot   = 'S'
 	prefixChunk      = 'C'
 	prefixDedup      = 'D'
+	prefixDedupFrom  = 'F'
 	prefixTruncation = 'R'
 )
 
@@ -30,6 +32,7 @@ var (
 	metaKey      = []byte{prefixMeta}
 	newestSegKey = []byte{prefixNewest}
 	oldestSegKey = []byte{prefixOldest}
+	dedupFromKey = []byte{prefixDedupFrom}
 )
 
 func idKey(prefix byte, id uint64) []byte {
