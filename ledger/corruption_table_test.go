@@ -73,7 +73,7 @@ func tryTableFixture(t *testing.T) (tableFixture, bool) {
 	// two newest segments, is always past it.
 	tail := cfg
 	tail.SnapshotEvery = -1
-	fillLedger(t, tail, 6000)
+	fillLedger(t, tail, 12000)
 	var snap uint64
 	withDB(t, cfg.Dir, func(db *pebble.DB) {
 		require.NoError(t, db.Flush())

@@ -10,14 +10,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fillLedger writes n mixed transactions (deposits, transfers, composites,
-// failures, duplicates) to a new ledger in cfg.Dir and closes it.
+// fillLedger writes mixed transactions (deposits, transfers, composites,
+// failures, duplicates) to the ledger in cfg.Dir up to tx n, creating its
+// accounts first if it is new (txs 1 .. MaxAccounts-1), and closes it.
+// Tx id i+1 is op i of the mix.
 func fillLedger(t *testing.T, cfg Config, n int) {
 	t.Helper()
 	l, err := Open(cfg)
 	require.NoError(t, err)
 	ctx := context.Background()
-	last := createAccounts(t, l, cfg.MaxAccounts)
+	x, err := l.Indexes()
+	require.NoError(t, err)
+	last := x.Committed
+	if last == 0 {
+		last = createAccounts(t, l, cfg.MaxAccounts)
+	}
 	for i := int(last); i < n; i++ {
 		u := uint64(i)
 		var op Op

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -43,7 +44,11 @@ func writeStoredRun(t *testing.T, db *pebble.DB, r storedRun) {
 
 // refFixture is a closed ledger with the index on, snapshots every 300 tx
 // and the WAL after the last one, reopened twice (each Open rewrites the
-// refs it replays after the snapshot). Transaction 5 is a Duplicate of 1.
+// refs it replays after the snapshot). Tx mix+4 is a Duplicate of tx mix.
+// mix is fillLedger's op 10, its first deposit (txs 1..7 create the
+// accounts; tx 10, op 9, is a withdrawal whose ref is new).
+const mix = 11
+
 func refFixture(t *testing.T) Config {
 	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: 300, WALRetention: -1, WALMaxBatch: 8}
 	fillLedger(t, cfg, 1000)
@@ -70,7 +75,7 @@ func TestVerifyRefIndexClean(t *testing.T) {
 				n++
 			}
 		}
-		require.Equal(t, 400, n) // refs of cases 0 and 1; case 4 is a Duplicate
+		require.Equal(t, 397, n) // refs of cases 0 and 1 of ops 7..999; case 4 is a Duplicate
 		from, err := readDedupFrom(db)
 		require.NoError(t, err)
 		require.Equal(t, uint64(1), from)
@@ -99,16 +104,16 @@ func TestVerifyRefIndexFindings(t *testing.T) {
 		"entry for a Duplicate": {
 			damage: func(t *testing.T, db *pebble.DB, runs []storedRun) ([]byte, TxID) {
 				r := runs[0]
-				require.Equal(t, uint64(1), r.entries[0].id)
-				require.Equal(t, uint64(2), r.entries[1].id)
-				// tx 5 (a Duplicate of tx 1) listed with tx 1's ref.
-				e := append([]refUse{}, r.entries[:2]...)
-				e = append(e, refUse{id: 5, ref: r.entries[0].ref})
-				r.entries = append(e, r.entries[2:]...)
+				require.Equal(t, uint64(mix), r.entries[1].id)
+				require.Equal(t, uint64(mix+1), r.entries[2].id)
+				// tx mix+4 (a Duplicate of tx mix) listed with tx mix's ref.
+				e := append([]refUse{}, r.entries[:3]...)
+				e = append(e, refUse{id: mix + 4, ref: r.entries[1].ref})
+				r.entries = append(e, r.entries[3:]...)
 				writeStoredRun(t, db, r)
-				return r.key, 5
+				return r.key, mix + 4
 			},
-			reason: "dedup index names ref 1000 for tx 5, a Duplicate of tx 1",
+			reason: fmt.Sprintf("dedup index names ref %d for tx %d, a Duplicate of tx %d", 1000+mix-1, mix+4, mix),
 		},
 		"run missing": {
 			damage: func(t *testing.T, db *pebble.DB, runs []storedRun) ([]byte, TxID) {

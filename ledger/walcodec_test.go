@@ -116,10 +116,12 @@ func benchRecords(n int) []txRecord {
 	for i := range recs {
 		r := &recs[i]
 		*r = txRecord{id: uint64(i + 1), ts: 1_000_000 + int64(i), kind: KindDeposit + Kind(i%2)*(KindTransfer-KindDeposit), n: 2,
-			inline: [2]Entry{{uint64(i % 1000), -int64(i), int64(i)}, {uint64(i%1000 + 1), int64(i), int64(2 * i)}}}
+			inline: [2]cellEntry{{acct: uint64(i % 1000), delta: int64(i), value: int64(i), col: DebitsPosted},
+				{acct: uint64(i%1000 + 1), delta: int64(i), value: int64(2 * i), col: CreditsPosted}}}
 		switch {
 		case i%256 == 255:
-			r.kind, r.extra, r.n = KindComposite, []Entry{{1, -3, 5}, {2, 2, 9}, {3, 1, 1}}, 3
+			r.kind, r.extra, r.n = KindComposite, []cellEntry{{acct: 1, delta: 3, value: 5, col: DebitsPosted},
+				{acct: 2, delta: 2, value: 9, col: CreditsPosted}, {acct: 3, delta: 1, value: 1, col: CreditsPosted}}, 3
 		case i%64 == 63:
 			r.fail, r.userRef, r.dupOf, r.n = Duplicate, uint64(i), uint64(i/2), 0
 		case i%8 == 7:
