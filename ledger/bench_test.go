@@ -76,6 +76,55 @@ func BenchmarkSubmitTransfers(b *testing.B) {
 	}
 }
 
+// BenchmarkSubmitChains is BenchmarkSubmitTransfers with the transfers in
+// linked chains of 4, one SubmitBatch each; ns/op and tx/s are per
+// transfer.
+func BenchmarkSubmitChains(b *testing.B) {
+	const accounts = 1_000_000
+	l, err := Open(Config{Dir: b.TempDir(), MaxAccounts: accounts})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	batch := make([]Op, 0, 4096)
+	for a := uint64(1); a < accounts; a++ {
+		batch = append(batch, CreateAccount{ID: a, Ledger: 1})
+		if len(batch) == cap(batch) || a == accounts-1 {
+			if _, _, err := l.SubmitBatch(batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	settle(b, l)
+	rng := rand.New(rand.NewPCG(1, 1))
+	chains := make([][]Op, 1<<14)
+	for i := range chains {
+		c := make([]Op, 4)
+		for j := range c {
+			from := 1 + rng.Uint64N(accounts-1)
+			c[j] = Transfer{From: from, To: from%(accounts-1) + 1, Amount: 1 + rng.Uint64N(100), Linked: j < 3}
+		}
+		chains[i] = c
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var last TxID
+	for i := 0; i < b.N; i += 4 {
+		if _, last, err = l.SubmitBatch(chains[(i/4)&(len(chains)-1)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := l.Wait(context.Background(), last, Committed); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+	if st := l.Stats(); st.Outcomes[KindTransfer][OK] < uint64(b.N) {
+		b.Fatalf("%d of %d transfers applied", st.Outcomes[KindTransfer][OK], b.N)
+	}
+}
+
 // settle makes the accounts' creation durable in a snapshot and flushes
 // pebble, so that the timed part does not pay for writing the setup.
 func settle(b *testing.B, l *Ledger) {
