@@ -142,7 +142,6 @@ func packInfo(s uint64, m *acctMeta) uint64 {
 }
 
 func infoSlot(info uint64) uint64              { return info & (1<<28 - 1) }
-func infoFlags(info uint64) AccountFlags       { return AccountFlags(info>>28) & accountFlagsMask }
 func infoLedger(info uint64) uint32            { return uint32(info >> 32) }
 func infoHas(info uint64, f AccountFlags) bool { return info&(uint64(f)<<28) != 0 }
 
