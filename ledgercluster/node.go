@@ -1,0 +1,414 @@
+package ledgercluster
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lanework/lanework/ledger"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Node is one replica: a raft.Node, its durable raft log and transport,
+// and the replica's ledger, which is a follower (ledger.OpenFollower) or,
+// while this replica leads and has applied everything committed before its
+// term, a leader (ledger.OpenReplicated with the Node as Replicator). The
+// Ready loop (run) is the only goroutine that changes the ledger.
+type Node struct {
+	cfg Config
+	log *slog.Logger
+	rn  raft.Node
+	rl  *raftLog
+	tr  *transport
+
+	cur  atomic.Pointer[ledger.Ledger]
+	lead atomic.Uint64 // raft's leader, 0 if unknown
+
+	mu      sync.Mutex
+	leading bool            // the current ledger is a leader and may propose
+	propCtx context.Context // canceled when leading ends: a blocked Propose returns
+	cancel  context.CancelFunc
+	pending map[uint64]chan error // leader: proposals by first tx id, awaiting commit
+
+	// Ready loop state.
+	role      raft.StateType
+	promoteAt uint64 // raft index to apply before the ledger may lead
+	applied   uint64 // raft index applied
+	signaled  uint64 // last tx of the leader ledger's proposals seen committed
+	confState *pb.ConfState
+	sinceComp int
+
+	stop    chan struct{}
+	done    chan struct{}
+	errMu   sync.Mutex
+	err     error
+	stopped atomic.Bool
+}
+
+// Start opens (or creates) the replica in cfg.Dir and joins the cluster.
+// The ledger starts as a follower.
+func Start(cfg Config) (*Node, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), pending: make(map[uint64]chan error),
+		stop: make(chan struct{}), done: make(chan struct{}), confState: &pb.ConfState{}}
+	if err := writeIdentity(cfg); err != nil {
+		return nil, err
+	}
+	rl, fresh, err := openRaftLog(filepath.Join(cfg.Dir, "raft"))
+	if err != nil {
+		return nil, err
+	}
+	n.rl = rl
+	l, err := ledger.OpenFollower(n.ledgerConfig())
+	if err != nil {
+		rl.close()
+		return nil, err
+	}
+	n.cur.Store(l)
+	rc := &raft.Config{
+		ID: cfg.NodeID, ElectionTick: cfg.ElectionTicks, HeartbeatTick: 1, Storage: rl.mem,
+		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256, CheckQuorum: true, PreVote: true,
+		// Only the leader's ledger proposes; a deposed leader's late
+		// proposal must be dropped, not forwarded to the new leader.
+		DisableProposalForwarding: true,
+		Logger:                    &raftLogger{n.log},
+	}
+	if fresh {
+		peers := make([]raft.Peer, 0, len(cfg.Peers))
+		for _, id := range cfg.peerIDs() {
+			peers = append(peers, raft.Peer{ID: id})
+		}
+		n.rn = raft.StartNode(rc, peers)
+	} else {
+		n.rn = raft.RestartNode(rc)
+	}
+	n.tr, err = newTransport(cfg.ClusterID, cfg.NodeID, cfg.Peers[cfg.NodeID], cfg.Peers,
+		func(m *pb.Message) { n.rn.Step(context.Background(), m) }, n.rn.ReportUnreachable, n.log)
+	if err != nil {
+		n.rn.Stop()
+		l.Close()
+		rl.close()
+		return nil, err
+	}
+	go n.run()
+	return n, nil
+}
+
+func (n *Node) ledgerConfig() ledger.Config {
+	c := n.cfg.Ledger
+	c.Dir = filepath.Join(n.cfg.Dir, "ledger")
+	// Until snapshots travel through raft, every replica keeps its whole
+	// WAL: followers never prune, and the hash covers the same batches.
+	c.WALRetention = -1
+	return c
+}
+
+// writeIdentity refuses a directory of another cluster or node.
+func writeIdentity(cfg Config) error {
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return err
+	}
+	p := filepath.Join(cfg.Dir, "identity")
+	want := fmt.Sprintf("cluster_id=%d node_id=%d\n", cfg.ClusterID, cfg.NodeID)
+	b, err := os.ReadFile(p)
+	if err == nil {
+		if string(b) != want {
+			return fmt.Errorf("%w: %s holds %q, not %q", ErrConfig, cfg.Dir, string(b), want)
+		}
+		return nil
+	}
+	if !os.IsNotExist(err) {
+		return err
+	}
+	return os.WriteFile(p, []byte(want), 0o644)
+}
+
+// Ledger returns the replica's current ledger. It changes when the replica
+// starts or stops leading; a call on a replaced ledger fails with
+// ledger.ErrClosed or an error wrapping *ledger.NotLeaderError, and the
+// caller retries on the Node.
+func (n *Node) Ledger() *ledger.Ledger { return n.cur.Load() }
+
+// Leader returns raft's leader id, 0 if unknown.
+func (n *Node) Leader() uint64 { return n.lead.Load() }
+
+// ID returns the replica's node id.
+func (n *Node) ID() uint64 { return n.cfg.NodeID }
+
+// Err returns the error that stopped the replica, if any.
+func (n *Node) Err() error {
+	n.errMu.Lock()
+	defer n.errMu.Unlock()
+	return n.err
+}
+
+// Replicate implements ledger.Replicator for the leader ledger: it
+// proposes the batch as one raft entry and returns once raft committed it
+// (durable in the raft logs of a quorum), or with *ledger.NotLeaderError
+// once this replica stops leading.
+func (n *Node) Replicate(batch []byte, first, last uint64) error {
+	ch := make(chan error, 1)
+	n.mu.Lock()
+	if !n.leading {
+		n.mu.Unlock()
+		return n.notLeader()
+	}
+	n.pending[first] = ch
+	ctx := n.propCtx
+	n.mu.Unlock()
+	data := append([]byte(nil), batch...) // raft keeps it; the WAL stage reuses batch
+	if err := n.rn.Propose(ctx, data); err != nil {
+		n.mu.Lock()
+		delete(n.pending, first)
+		n.mu.Unlock()
+		return fmt.Errorf("%w (%w)", n.notLeader(), err)
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-n.done:
+		return ledger.ErrClosed
+	}
+}
+
+func (n *Node) notLeader() error {
+	return &ledger.NotLeaderError{Leader: n.cfg.ClientAddrs[n.lead.Load()]}
+}
+
+// failPending ends every proposal's wait with err; no more are accepted
+// until leading is set again.
+func (n *Node) failPending(err error) {
+	n.mu.Lock()
+	n.leading = false
+	if n.cancel != nil {
+		n.cancel()
+	}
+	for k, ch := range n.pending {
+		ch <- err
+		delete(n.pending, k)
+	}
+	n.mu.Unlock()
+}
+
+// run is the Ready loop: persist, send, apply, advance, in raft's order.
+func (n *Node) run() {
+	defer close(n.done)
+	tick := time.NewTicker(n.cfg.Tick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-tick.C:
+			n.rn.Tick()
+		case rd := <-n.rn.Ready():
+			if err := n.ready(rd); err != nil {
+				n.errMu.Lock()
+				n.err = err
+				n.errMu.Unlock()
+				n.log.Error("replica stopped", "err", err)
+				return
+			}
+			n.rn.Advance()
+		}
+	}
+}
+
+func (n *Node) ready(rd raft.Ready) error {
+	if rd.SoftState != nil {
+		n.lead.Store(rd.SoftState.Lead)
+		if l := n.cur.Load(); l.Follower() {
+			l.SetLeader(n.cfg.ClientAddrs[rd.SoftState.Lead])
+		}
+		if rd.SoftState.RaftState != n.role {
+			n.log.Info("raft role", "from", n.role, "to", rd.SoftState.RaftState, "leader", rd.SoftState.Lead)
+			if n.role == raft.StateLeader { // deposed: stop acknowledging at once
+				if err := n.demote(); err != nil {
+					return err
+				}
+			}
+			n.role = rd.SoftState.RaftState
+		}
+	}
+	if err := n.rl.save(rd.HardState, rd.Entries, rd.MustSync); err != nil {
+		return fmt.Errorf("ledgercluster: raft log: %w", err)
+	}
+	if rd.SoftState != nil && rd.SoftState.RaftState == raft.StateLeader {
+		last, _ := n.rl.mem.LastIndex()
+		n.promoteAt = last // the new term's empty entry: all before it commits with it
+	}
+	for _, m := range rd.Messages {
+		if m.GetType() == pb.MsgSnap {
+			// Snapshot transfer is not built: a replica behind the
+			// compacted log cannot catch up yet (docs/ledger-cluster.md).
+			n.log.Warn("raft snapshot to send; not supported", "to", m.GetTo())
+			n.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFailure)
+			continue
+		}
+		n.tr.send(m)
+	}
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		return errors.New("ledgercluster: received a raft snapshot; snapshot transfer is not built")
+	}
+	for _, e := range rd.CommittedEntries {
+		if err := n.apply(e); err != nil {
+			return err
+		}
+	}
+	if n.role == raft.StateLeader && n.promoteAt != 0 && n.applied >= n.promoteAt && n.cur.Load().Follower() {
+		if err := n.promote(); err != nil {
+			return err
+		}
+	}
+	return n.maybeCompact()
+}
+
+func (n *Node) apply(e *pb.Entry) error {
+	n.applied = e.GetIndex()
+	switch e.GetType() {
+	case pb.EntryConfChange:
+		cc := &pb.ConfChange{}
+		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+			return fmt.Errorf("ledgercluster: conf change at %d: %w", e.GetIndex(), err)
+		}
+		n.confState = n.rn.ApplyConfChange(cc)
+		return nil
+	case pb.EntryNormal:
+	default:
+		return fmt.Errorf("ledgercluster: entry %d of type %v", e.GetIndex(), e.GetType())
+	}
+	data := e.GetData()
+	if len(data) == 0 {
+		return nil // a new leader's empty entry
+	}
+	l := n.cur.Load()
+	if l.Follower() {
+		if err := l.Apply(data); err != nil {
+			return fmt.Errorf("ledgercluster: apply entry %d: %w", e.GetIndex(), err)
+		}
+		return nil
+	}
+	if len(data) < 16 {
+		return fmt.Errorf("ledgercluster: entry %d: %d-byte batch", e.GetIndex(), len(data))
+	}
+	first := binary.LittleEndian.Uint64(data[4:])
+	n.mu.Lock()
+	ch := n.pending[first]
+	delete(n.pending, first)
+	n.mu.Unlock()
+	if ch == nil {
+		// Only this leader ledger proposes while it leads (no forwarding,
+		// promotion after every earlier entry applied).
+		return fmt.Errorf("ledgercluster: entry %d (tx %d) committed, not proposed by this leader", e.GetIndex(), first)
+	}
+	n.signaled = first + uint64(binary.LittleEndian.Uint32(data[12:])) - 1
+	ch <- nil
+	return nil
+}
+
+// demote replaces the leader ledger by a follower: pending proposals fail
+// with *ledger.NotLeaderError (so their waiters are never acknowledged),
+// the ledger closes, and the directory reopens as a follower. Every batch
+// the leader ledger wrote was committed first, so there is nothing to undo.
+func (n *Node) demote() error {
+	l := n.cur.Load()
+	if l.Follower() {
+		return nil
+	}
+	n.failPending(n.notLeader())
+	if err := l.Close(); err != nil {
+		n.log.Info("leader ledger closed", "err", err)
+	}
+	f, err := ledger.OpenFollower(n.ledgerConfig())
+	if err != nil {
+		return fmt.Errorf("ledgercluster: reopen as follower: %w", err)
+	}
+	if x, _ := f.Indexes(); uint64(x.Committed) < n.signaled {
+		f.Close()
+		return fmt.Errorf("ledgercluster: WAL ends at tx %d, raft committed tx %d to it", x.Committed, n.signaled)
+	}
+	f.SetLeader(n.cfg.ClientAddrs[n.lead.Load()])
+	n.cur.Store(f)
+	n.log.Info("ledger follows", "tx", f.Stats().Indexes.Committed)
+	return nil
+}
+
+// promote replaces the follower ledger by a leader; called once everything
+// committed before this term is applied.
+func (n *Node) promote() error {
+	f := n.cur.Load()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("ledgercluster: close follower: %w", err)
+	}
+	n.mu.Lock()
+	n.leading = true
+	n.propCtx, n.cancel = context.WithCancel(context.Background())
+	n.mu.Unlock()
+	l, err := ledger.OpenReplicated(n.ledgerConfig(), n)
+	if err != nil {
+		return fmt.Errorf("ledgercluster: reopen as leader: %w", err)
+	}
+	n.signaled = uint64(l.Stats().Indexes.Committed)
+	n.cur.Store(l)
+	n.log.Info("ledger leads", "tx", n.signaled, "raft_index", n.applied)
+	return nil
+}
+
+// compactEvery is how many applied entries pass between compactions;
+// compactKeep how many applied entries stay in memory for slow peers.
+const (
+	compactEvery = 1024
+	compactKeep  = 4096
+)
+
+func (n *Node) maybeCompact() error {
+	n.sinceComp++
+	if n.sinceComp < compactEvery {
+		return nil
+	}
+	n.sinceComp = 0
+	to := n.applied
+	if n.role == raft.StateLeader {
+		for _, pr := range n.rn.Status().Progress {
+			to = min(to, pr.Match)
+		}
+	}
+	if to <= compactKeep {
+		return nil
+	}
+	to -= compactKeep
+	if first, _ := n.rl.mem.FirstIndex(); to < first {
+		return nil
+	}
+	return n.rl.compact(to, n.confState)
+}
+
+// Stop leaves the cluster: the Ready loop ends, the ledger closes (a
+// leader's pending proposals fail), and the raft log and transport close.
+func (n *Node) Stop() error {
+	if n.stopped.Swap(true) {
+		return n.Err()
+	}
+	close(n.stop)
+	<-n.done
+	n.failPending(ledger.ErrClosed)
+	n.rn.Stop()
+	terr := n.tr.close()
+	lerr := n.cur.Load().Close()
+	if errors.Is(lerr, ledger.ErrFailed) {
+		lerr = nil // a leader failed by failPending
+	}
+	return errors.Join(n.Err(), terr, lerr, n.rl.close())
+}
