@@ -71,6 +71,9 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.rl = rl
+	if _, cs, err := rl.mem.InitialState(); err == nil && cs != nil {
+		n.confState = cs // as of the compaction mark; later conf changes apply over it
+	}
 	l, err := ledger.OpenFollower(n.ledgerConfig())
 	if err != nil {
 		rl.close()
