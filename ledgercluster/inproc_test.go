@@ -1,0 +1,171 @@
+package ledgercluster
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lanework/lanework/ledger"
+)
+
+// inproc is a cluster of Nodes in the test process: real raft, real TCP on
+// 127.0.0.1 (optionally through cuttable proxies), real disks.
+type inproc struct {
+	tb    testing.TB
+	nodes []*Node
+	dirs  []string
+	links map[[2]int]*link // from, to: the proxy node from dials to reach to
+}
+
+func startInproc(tb testing.TB, size int, proxied bool) *inproc {
+	addrs := freeAddrs(tb, size)
+	c := &inproc{tb: tb, links: map[[2]int]*link{}}
+	root := tb.TempDir()
+	for i := range size {
+		peers := map[uint64]string{}
+		for j := range size {
+			peers[uint64(j+1)] = addrs[j]
+			if proxied && i != j {
+				l := newLink(tb, addrs[j])
+				c.links[[2]int{i, j}] = l
+				peers[uint64(j+1)] = l.addr()
+			}
+		}
+		dir := filepath.Join(root, strconv.Itoa(i+1))
+		c.dirs = append(c.dirs, dir)
+		n, err := Start(Config{ClusterID: 9, NodeID: uint64(i + 1), Peers: peers, Dir: dir,
+			Ledger: ledger.Config{MaxAccounts: 1024}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	tb.Cleanup(func() {
+		c.stop()
+		for _, l := range c.links {
+			l.close()
+		}
+	})
+	return c
+}
+
+func (c *inproc) stop() {
+	for i, n := range c.nodes {
+		if n != nil {
+			if err := n.Stop(); err != nil {
+				c.tb.Errorf("node %d: %v", i+1, err)
+			}
+			c.nodes[i] = nil
+		}
+	}
+}
+
+// leader waits for a node whose ledger leads, among those in among (all
+// if nil).
+func (c *inproc) leader(timeout time.Duration, among ...int) int {
+	if among == nil {
+		for i := range c.nodes {
+			among = append(among, i)
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for _, i := range among {
+			if c.nodes[i].Status().Leading {
+				return i
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // leadership has no event to wait on from outside
+	}
+	c.tb.Fatalf("no leader among %v within %v", among, timeout)
+	return -1
+}
+
+// isolate cuts (or heals) every link to and from node i.
+func (c *inproc) isolate(i int, cut bool) {
+	for k, l := range c.links {
+		if k[0] == i || k[1] == i {
+			l.setCut(cut)
+		}
+	}
+}
+
+// link is a TCP proxy to one replica's raft address that a test can cut:
+// a cut link closes its connections and refuses new ones.
+type link struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+}
+
+func newLink(tb testing.TB, target string) *link {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	l := &link{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	l.wg.Add(1)
+	go l.accept()
+	return l
+}
+
+func (l *link) addr() string { return l.ln.Addr().String() }
+
+func (l *link) accept() {
+	defer l.wg.Done()
+	for {
+		in, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", l.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		l.mu.Lock()
+		if l.cut {
+			l.mu.Unlock()
+			in.Close()
+			out.Close()
+			continue
+		}
+		l.conns[in], l.conns[out] = struct{}{}, struct{}{}
+		l.mu.Unlock()
+		l.wg.Add(2)
+		pipe := func(dst, src net.Conn) {
+			defer l.wg.Done()
+			io.Copy(dst, src)
+			dst.Close()
+			src.Close()
+		}
+		go pipe(out, in)
+		go pipe(in, out)
+	}
+}
+
+func (l *link) setCut(cut bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cut = cut
+	if cut {
+		for c := range l.conns {
+			c.Close()
+		}
+		clear(l.conns)
+	}
+}
+
+func (l *link) close() {
+	l.ln.Close()
+	l.setCut(true)
+	l.wg.Wait()
+}
