@@ -3,6 +3,7 @@ module github.com/lanework/lanework/ledgercluster
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/lanework/lanework/ledger v0.1.0
 	go.etcd.io/raft/v3 v3.7.0
 	go.uber.org/goleak v1.3.0

@@ -16,7 +16,8 @@ import (
 //	POST /v1/ops             {"kind":"deposit|withdrawal|transfer", "account", "from", "to",
 //	                          "amount", "user_ref", "level":"computed|replicated|committed|snapshot"}
 //	                         -> 200 {"id","fail"}; 421 {"error":"not_leader","leader":addr}
-//	GET  /v1/balance/{acct}  -> {"balance","applied"}: as of the replica's applied tx
+//	GET  /v1/balance/{acct}  -> {"balance","applied"}: as of the replica's applied tx;
+//	                            ?linearizable=true: through raft's ReadIndex, leader only (421 else)
 //	GET  /v1/status          -> Status
 //
 // Requests are decoded strictly (an unknown field is a 400 naming it). A
@@ -129,6 +130,19 @@ func (n *Node) handleBalance(w http.ResponseWriter, r *http.Request) {
 	a, err := strconv.ParseUint(r.PathValue("account"), 10, 64)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "account: " + err.Error()})
+		return
+	}
+	if r.URL.Query().Get("linearizable") == "true" {
+		b, err := n.ReadBalance(r.Context(), a)
+		var nl *ledger.NotLeaderError
+		switch {
+		case errors.As(err, &nl):
+			writeJSON(w, http.StatusMisdirectedRequest, OpResponse{Error: "not_leader", Leader: nl.Leader})
+		case err != nil:
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		default:
+			writeJSON(w, http.StatusOK, map[string]int64{"balance": b})
+		}
 		return
 	}
 	l := n.Ledger()

@@ -39,7 +39,11 @@ type Node struct {
 	cancel  context.CancelFunc
 	pending map[uint64]chan error // leader: proposals by first tx id, awaiting commit
 
+	readSeq atomic.Uint64
+	readMu  sync.Mutex
+	reads   map[uint64]chan readAt // ReadIndex requests by context, until raft answers
 	// Ready loop state.
+	readyReads []pendingRead // answered by raft, waiting for applied to reach their index
 	role      raft.StateType
 	promoteAt uint64 // raft index to apply before the ledger may lead
 	applied   uint64 // raft index applied
@@ -61,7 +65,7 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), pending: make(map[uint64]chan error),
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), pending: make(map[uint64]chan error), reads: make(map[uint64]chan readAt),
 		stop: make(chan struct{}), done: make(chan struct{}), confState: &pb.ConfState{}}
 	if err := writeIdentity(cfg); err != nil {
 		return nil, err
@@ -270,6 +274,7 @@ func (n *Node) ready(rd raft.Ready) error {
 			return err
 		}
 	}
+	n.answerReads(rd.ReadStates)
 	if n.role == raft.StateLeader && n.promoteAt != 0 && n.applied >= n.promoteAt && n.cur.Load().Follower() {
 		if err := n.promote(); err != nil {
 			return err
