@@ -44,12 +44,12 @@ type Node struct {
 	reads   map[uint64]chan readAt // ReadIndex requests by context, until raft answers
 	// Ready loop state.
 	readyReads []pendingRead // answered by raft, waiting for applied to reach their index
-	role      raft.StateType
-	promoteAt uint64 // raft index to apply before the ledger may lead
-	applied   uint64 // raft index applied
-	signaled  uint64 // last tx of the leader ledger's proposals seen committed
-	confState *pb.ConfState
-	sinceComp int
+	role       raft.StateType
+	promoteAt  uint64 // raft index to apply before the ledger may lead
+	applied    uint64 // raft index applied
+	signaled   uint64 // last tx of the leader ledger's proposals seen committed
+	confState  *pb.ConfState
+	sinceComp  int
 
 	stop    chan struct{}
 	done    chan struct{}
