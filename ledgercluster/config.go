@@ -26,6 +26,10 @@ type Config struct {
 	// Peers maps every replica's id, this one's included, to its raft
 	// address (host:port).
 	Peers map[uint64]string
+	// Listener, if set, is where raft messages come in (it must be
+	// reachable at this replica's Peers address); else Start listens on
+	// that address. Tests pass one to hold the port from the start.
+	Listener net.Listener
 	// ClientAddrs maps replica ids to the addresses clients reach them at;
 	// a follower's *ledger.NotLeaderError names the leader's. Optional.
 	ClientAddrs map[uint64]string

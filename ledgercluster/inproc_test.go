@@ -23,8 +23,16 @@ type inproc struct {
 }
 
 func startInproc(tb testing.TB, size int, proxied bool) *inproc {
-	addrs := freeAddrs(tb, size)
 	c := &inproc{tb: tb, links: map[[2]int]*link{}}
+	var lns []net.Listener
+	var addrs []string
+	for range size {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		lns, addrs = append(lns, ln), append(addrs, ln.Addr().String())
+	}
 	root := tb.TempDir()
 	for i := range size {
 		peers := map[uint64]string{}
@@ -38,7 +46,7 @@ func startInproc(tb testing.TB, size int, proxied bool) *inproc {
 		}
 		dir := filepath.Join(root, strconv.Itoa(i+1))
 		c.dirs = append(c.dirs, dir)
-		n, err := Start(Config{ClusterID: 9, NodeID: uint64(i + 1), Peers: peers, Dir: dir,
+		n, err := Start(Config{ClusterID: 9, NodeID: uint64(i + 1), Peers: peers, Dir: dir, Listener: lns[i],
 			Ledger: ledger.Config{MaxAccounts: 1024}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			tb.Fatal(err)

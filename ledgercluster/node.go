@@ -101,7 +101,7 @@ func Start(cfg Config) (*Node, error) {
 	} else {
 		n.rn = raft.RestartNode(rc)
 	}
-	n.tr, err = newTransport(cfg.ClusterID, cfg.NodeID, cfg.Peers[cfg.NodeID], cfg.Peers,
+	n.tr, err = newTransport(cfg.ClusterID, cfg.NodeID, cfg.Listener, cfg.Peers[cfg.NodeID], cfg.Peers,
 		func(m *pb.Message) { n.rn.Step(context.Background(), m) }, n.rn.ReportUnreachable, n.log)
 	if err != nil {
 		n.rn.Stop()

@@ -51,10 +51,12 @@ type peer struct {
 	q    chan []byte // marshaled messages
 }
 
-func newTransport(clusterID, self uint64, listen string, peers map[uint64]string, step func(*pb.Message), unreachable func(uint64), log *slog.Logger) (*transport, error) {
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return nil, fmt.Errorf("ledgercluster: raft listen: %w", err)
+func newTransport(clusterID, self uint64, ln net.Listener, listen string, peers map[uint64]string, step func(*pb.Message), unreachable func(uint64), log *slog.Logger) (*transport, error) {
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", listen); err != nil {
+			return nil, fmt.Errorf("ledgercluster: raft listen: %w", err)
+		}
 	}
 	t := &transport{clusterID: clusterID, self: self, ln: ln, peers: make(map[uint64]*peer), step: step,
 		unreachable: unreachable, log: log, conns: make(map[net.Conn]struct{}), done: make(chan struct{})}
