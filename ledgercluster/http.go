@@ -56,8 +56,9 @@ type OpResponse struct {
 type Status struct {
 	NodeID     uint64      `json:"node_id"`
 	Leader     uint64      `json:"leader"`
-	Leading    bool        `json:"leading"` // the ledger is a leader and takes submits
-	Applied    ledger.TxID `json:"applied"` // last tx in the replica's WAL
+	Leading    bool        `json:"leading"`   // the ledger is a leader and takes submits
+	Applied    ledger.TxID `json:"applied"`   // last tx in the replica's WAL
+	Sequenced  ledger.TxID `json:"sequenced"` // a leader: last tx with an id, durable or not
 	Replicated ledger.TxID `json:"replicated"`
 	Hash       string      `json:"hash"`
 	Error      string      `json:"error,omitempty"`
@@ -68,7 +69,7 @@ func (n *Node) Status() Status {
 	l := n.Ledger()
 	st := l.Stats()
 	s := Status{NodeID: n.cfg.NodeID, Leader: n.Leader(), Leading: !st.Follower && !st.Failed && !st.Closed,
-		Applied: st.Indexes.Committed, Replicated: st.Replicated, Hash: fmt.Sprintf("%016x", st.Hash)}
+		Applied: st.Indexes.Committed, Sequenced: st.Indexes.Sequenced, Replicated: st.Replicated, Hash: fmt.Sprintf("%016x", st.Hash)}
 	if err := n.Err(); err != nil {
 		s.Error = err.Error()
 	}

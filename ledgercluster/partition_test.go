@@ -121,7 +121,7 @@ func TestPartitionMinorityLeader(t *testing.T) {
 			st = append(st, n.Status())
 		}
 		if st[0].Applied == st[1].Applied && st[1].Applied == st[2].Applied && st[0].Hash == st[1].Hash && st[1].Hash == st[2].Hash &&
-			st[newLeader].Replicated <= st[0].Applied {
+			max(st[0].Sequenced, st[1].Sequenced, st[2].Sequenced) <= st[0].Applied {
 			break
 		}
 		if time.Now().After(deadline) {

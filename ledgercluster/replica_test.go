@@ -194,9 +194,10 @@ func (c *procCluster) leader(timeout time.Duration) int {
 }
 
 // converge waits until every replica has applied the same transactions
-// with the same hash, and all that any replica replicated (a leader
-// acknowledges at Replicated before its own WAL write, and followers
-// learn of a commit with the next message), and returns that status.
+// with the same hash, and all that any replica sequenced (a leader
+// acknowledges at Replicated before its own WAL write, followers learn of
+// a commit with the next message, and a submit whose wait was abandoned
+// still executes), and returns that status.
 func (c *procCluster) converge(timeout time.Duration) Status {
 	deadline := time.Now().Add(timeout)
 	var last []Status
@@ -215,7 +216,7 @@ func (c *procCluster) converge(timeout time.Duration) Status {
 			}
 		}
 		for _, s := range last {
-			if s.Replicated > last[0].Applied {
+			if s.Replicated > last[0].Applied || s.Sequenced > last[0].Applied {
 				ok = false
 			}
 		}
@@ -404,7 +405,18 @@ func checkDirs(t *testing.T, dirs []string, acks map[uint64]ledger.TxID) {
 		if i == 0 {
 			first = dump
 		} else if !bytes.Equal(dump, first) {
-			t.Errorf("replica %d's ledger differs from replica 1's", i+1)
+			a, b := bytes.Split(first, []byte("\n")), bytes.Split(dump, []byte("\n"))
+			k := 0
+			for k < min(len(a), len(b)) && bytes.Equal(a[k], b[k]) {
+				k++
+			}
+			at := func(l [][]byte) string {
+				if k < len(l) {
+					return string(l[k])
+				}
+				return "(end)"
+			}
+			t.Errorf("replica %d's ledger differs from replica 1's at line %d of %d/%d:\n%s\n%s", i+1, k+1, len(a), len(b), at(a), at(b))
 		}
 		for ref, id := range acks {
 			got := refs[ref]
