@@ -45,9 +45,12 @@ type Node struct {
 	// Ready loop state.
 	readyReads []pendingRead // answered by raft, waiting for applied to reach their index
 	role       raft.StateType
-	promoteAt  uint64 // raft index to apply before the ledger may lead
-	applied    uint64 // raft index applied
-	signaled   uint64 // last tx of the leader ledger's proposals seen committed
+	term       uint64    // raft's current term, from the HardStates
+	leadTerm   uint64    // the term the leader ledger was opened in
+	recent     []entryTx // applied entries not yet known to be in the ledger's WAL, oldest first
+	promoteAt  uint64    // raft index to apply before the ledger may lead
+	applied    uint64    // raft index applied
+	signaled   uint64    // last tx of the leader ledger's proposals seen committed
 	confState  *pb.ConfState
 	sinceComp  int
 
@@ -241,18 +244,27 @@ func (n *Node) ready(rd raft.Ready) error {
 		}
 		if rd.SoftState.RaftState != n.role {
 			n.log.Info("raft role", "from", n.role, "to", rd.SoftState.RaftState, "leader", rd.SoftState.Lead)
-			if n.role == raft.StateLeader { // deposed: stop acknowledging at once
-				if err := n.demote(); err != nil {
-					return err
-				}
-			}
-			n.role = rd.SoftState.RaftState
+		}
+	}
+	wasLeader, term := n.role == raft.StateLeader, n.term
+	if rd.SoftState != nil {
+		n.role = rd.SoftState.RaftState
+	}
+	if hs := rd.HardState; hs != nil && !raft.IsEmptyHardState(hs) {
+		n.term = hs.GetTerm()
+	}
+	// Deposed, or leading again in a later term without this loop seeing
+	// the steps between: the leader ledger's uncommitted proposals may be
+	// gone, so it stops acknowledging at once and is rebuilt as a follower.
+	if !n.cur.Load().Follower() && (n.role != raft.StateLeader || n.term != n.leadTerm) {
+		if err := n.demote(); err != nil {
+			return err
 		}
 	}
 	if err := n.rl.save(rd.HardState, rd.Entries, rd.MustSync); err != nil {
 		return fmt.Errorf("ledgercluster: raft log: %w", err)
 	}
-	if rd.SoftState != nil && rd.SoftState.RaftState == raft.StateLeader {
+	if n.role == raft.StateLeader && (!wasLeader || n.term != term) {
 		last, _ := n.rl.mem.LastIndex()
 		n.promoteAt = last // the new term's empty entry: all before it commits with it
 	}
@@ -301,6 +313,12 @@ func (n *Node) apply(e *pb.Entry) error {
 	if len(data) == 0 {
 		return nil // a new leader's empty entry
 	}
+	if len(data) < 16 {
+		return fmt.Errorf("ledgercluster: entry %d: %d-byte batch", e.GetIndex(), len(data))
+	}
+	first := binary.LittleEndian.Uint64(data[4:])
+	last := first + uint64(binary.LittleEndian.Uint32(data[12:])) - 1
+	n.recent = append(n.recent, entryTx{index: e.GetIndex(), tx: last})
 	l := n.cur.Load()
 	if l.Follower() {
 		if err := l.Apply(data); err != nil {
@@ -308,10 +326,6 @@ func (n *Node) apply(e *pb.Entry) error {
 		}
 		return nil
 	}
-	if len(data) < 16 {
-		return fmt.Errorf("ledgercluster: entry %d: %d-byte batch", e.GetIndex(), len(data))
-	}
-	first := binary.LittleEndian.Uint64(data[4:])
 	n.mu.Lock()
 	ch := n.pending[first]
 	delete(n.pending, first)
@@ -321,7 +335,7 @@ func (n *Node) apply(e *pb.Entry) error {
 		// promotion after every earlier entry applied).
 		return fmt.Errorf("ledgercluster: entry %d (tx %d) committed, not proposed by this leader", e.GetIndex(), first)
 	}
-	n.signaled = first + uint64(binary.LittleEndian.Uint32(data[12:])) - 1
+	n.signaled = last
 	ch <- nil
 	return nil
 }
@@ -369,25 +383,47 @@ func (n *Node) promote() error {
 		return fmt.Errorf("ledgercluster: reopen as leader: %w", err)
 	}
 	n.signaled = uint64(l.Stats().Indexes.Committed)
+	n.leadTerm = n.term
 	n.cur.Store(l)
 	n.log.Info("ledger leads", "tx", n.signaled, "raft_index", n.applied)
 	return nil
 }
 
 // compactEvery is how many applied entries pass between compactions;
-// compactKeep how many applied entries stay in memory for slow peers.
+// compactKeep how many entries stay in memory below the bound, for peers a
+// little behind.
 const (
 	compactEvery = 1024
 	compactKeep  = 4096
 )
 
+// entryTx is an applied raft entry and the last tx of its batch.
+type entryTx struct{ index, tx uint64 }
+
+// maybeCompact drops raft entries from memory below what every peer has
+// (on the leader) and what this replica's ledger WAL holds: a restart
+// replays the raft log from the compaction mark on, so nothing below it
+// may be missing from the WAL (a leader ledger writes a committed batch
+// after the Ready loop signals it).
 func (n *Node) maybeCompact() error {
 	n.sinceComp++
 	if n.sinceComp < compactEvery {
 		return nil
 	}
 	n.sinceComp = 0
+	x, err := n.cur.Load().Indexes()
+	if err != nil {
+		return nil // the ledger is changing role; next time
+	}
 	to := n.applied
+	k := 0
+	for k < len(n.recent) && n.recent[k].tx <= uint64(x.Committed) {
+		k++
+	}
+	if k < len(n.recent) {
+		to = n.recent[k].index - 1 // entries from here on may not be in the WAL yet
+	}
+	n.recent = append(n.recent[:0], n.recent[k:]...)
 	if n.role == raft.StateLeader {
 		for _, pr := range n.rn.Status().Progress {
 			to = min(to, pr.Match)
