@@ -19,6 +19,7 @@ import (
 //	GET  /v1/balance/{acct}  -> {"balance","applied"}: as of the replica's applied tx;
 //	                            ?linearizable=true: through raft's ReadIndex, leader only (421 else)
 //	GET  /v1/status          -> Status
+//	GET  /metrics            -> Prometheus gauges (applied, replicated, leader, WAL hash)
 //
 // Requests are decoded strictly (an unknown field is a 400 naming it). A
 // client retries a 421 or 503 on the leader named, with the same user_ref:
@@ -27,6 +28,7 @@ func Handler(n *Node) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/ops", n.handleOp)
 	mux.HandleFunc("GET /v1/balance/{account}", n.handleBalance)
+	mux.Handle("GET /metrics", metricsHandler(n))
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, n.Status()) })
 	return mux
 }
@@ -62,6 +64,7 @@ type Status struct {
 	Replicated ledger.TxID `json:"replicated"`
 	Hash       string      `json:"hash"`
 	Error      string      `json:"error,omitempty"`
+	hash       uint64
 }
 
 // Status returns the replica's status.
@@ -69,7 +72,7 @@ func (n *Node) Status() Status {
 	l := n.Ledger()
 	st := l.Stats()
 	s := Status{NodeID: n.cfg.NodeID, Leader: n.Leader(), Leading: !st.Follower && !st.Failed && !st.Closed,
-		Applied: st.Indexes.Committed, Sequenced: st.Indexes.Sequenced, Replicated: st.Replicated, Hash: fmt.Sprintf("%016x", st.Hash)}
+		Applied: st.Indexes.Committed, Sequenced: st.Indexes.Sequenced, Replicated: st.Replicated, Hash: fmt.Sprintf("%016x", st.Hash), hash: st.Hash}
 	if err := n.Err(); err != nil {
 		s.Error = err.Error()
 	}

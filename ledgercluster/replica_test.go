@@ -6,16 +6,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -431,6 +434,33 @@ func checkDirs(t *testing.T, dirs []string, acks map[uint64]ledger.TxID) {
 		}
 		if err := verifyLedger(filepath.Join(dir, "ledger")); err != nil {
 			t.Errorf("replica %d: verify: %v", i+1, err)
+		}
+	}
+}
+
+// TestMetricsShowHash: /metrics carries the WAL hash of /v1/status.
+func TestMetricsShowHash(t *testing.T) {
+	c := startInproc(t, 3, false)
+	n := c.nodes[c.leader(10*time.Second)]
+	if _, err := n.SubmitAndWait(context.Background(), ledger.Deposit{Account: 1, Amount: 1}, ledger.Replicated); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Handler(n))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	st := n.Status()
+	for _, want := range []string{
+		"ledgercluster_wal_hash_hi " + strconv.FormatFloat(float64(st.hash>>32), 'g', -1, 64) + "\n",
+		"ledgercluster_wal_hash_lo " + strconv.FormatFloat(float64(st.hash&(1<<32-1)), 'g', -1, 64) + "\n",
+		"ledgercluster_leading 1\n",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b)
 		}
 	}
 }
