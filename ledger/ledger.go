@@ -496,6 +496,9 @@ func (l *Ledger) index(level Level) uint64 {
 	case Committed:
 		return l.committed.Load()
 	case Replicated:
+		if l.rep.repl == nil && !l.rep.follower {
+			return l.committed.Load()
+		}
 		return l.rep.replicated.Load()
 	default:
 		return l.snapshot.Load()
@@ -512,6 +515,7 @@ func (l *Ledger) Wait(ctx context.Context, id TxID, level Level) error {
 	if !level.waitable() {
 		return ErrLevel
 	}
+	level = l.waitLevel(level)
 	if l.index(level) >= uint64(id) {
 		return nil
 	}

@@ -37,7 +37,9 @@ import (
 //     already in its header.
 //
 // With no Replicator (a single node), Replicated is Committed: a quorum of
-// one is the local disk. The hooks then cost one nil check per group commit.
+// one is the local disk, and waits for it are waits for Committed. The
+// hooks then cost a nil check and the hash's load and store per group
+// commit.
 
 // Replicator replicates the leader's WAL batches; see the contract above.
 type Replicator interface {
@@ -149,14 +151,18 @@ func (l *Ledger) replicate(batch []byte, recs []txRecord) error {
 }
 
 // committedLocally runs in the WAL stage after the local append and sync.
-func (l *Ledger) committedLocally(batch []byte, recs []txRecord) {
-	l.rep.hash.Store(chainBatch(l.rep.hash.Load(), batch))
-	if l.rep.repl == nil { // a quorum of one: the local disk
-		last := recs[len(recs)-1].id
-		l.rep.replicated.Store(last)
-		l.waits[Replicated].release(TxID(last))
-		l.deliver(recs, Replicated)
+func (l *Ledger) committedLocally(batch []byte) {
+	l.rep.hash.Store(chainBatch(l.rep.hash.Load(), batch)) // this stage is the only writer
+}
+
+// waitLevel is the level a wait for level is served at: on a single node
+// Replicated is Committed, so its waiters ride on Committed's deliveries
+// and the WAL stage pays nothing for the level.
+func (l *Ledger) waitLevel(level Level) Level {
+	if level == Replicated && l.rep.repl == nil && !l.rep.follower {
+		return Committed
 	}
+	return level
 }
 
 // Apply appends one batch of the leader's (a WAL batch record as the

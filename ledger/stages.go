@@ -238,7 +238,7 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 			l.fail(err)
 			return
 		}
-		l.committedLocally(buf[wal.HeaderRoom:], recs)
+		l.committedLocally(buf[wal.HeaderRoom:])
 		l.walSync.observe(uint64(time.Since(t0)))
 		l.walGroup.observe(uint64(k))
 		l.walBytes.Add(uint64(len(buf) - wal.HeaderRoom))

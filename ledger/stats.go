@@ -137,6 +137,6 @@ func (l *Ledger) Stats() Stats {
 	s.OverlayWaits = l.ovWaits.Load()
 	s.DedupExpired = l.dedupExpired.Load()
 	s.Pressure = l.pm.Stats()
-	s.Replicated, s.Follower, s.Hash = TxID(l.rep.replicated.Load()), l.rep.follower, l.rep.hash.Load()
+	s.Replicated, s.Follower, s.Hash = TxID(l.index(Replicated)), l.rep.follower, l.rep.hash.Load()
 	return s
 }
