@@ -18,6 +18,7 @@ import (
 type inproc struct {
 	tb    testing.TB
 	nodes []*Node
+	cfgs  []Config
 	dirs  []string
 	links map[[2]int]*link // from, to: the proxy node from dials to reach to
 }
@@ -46,8 +47,10 @@ func startInproc(tb testing.TB, size int, proxied bool) *inproc {
 		}
 		dir := filepath.Join(root, strconv.Itoa(i+1))
 		c.dirs = append(c.dirs, dir)
-		n, err := Start(Config{ClusterID: 9, NodeID: uint64(i + 1), Peers: peers, Dir: dir, Listener: lns[i],
-			Ledger: ledger.Config{MaxAccounts: 1024}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		cfg := Config{ClusterID: 9, NodeID: uint64(i + 1), Peers: peers, Dir: dir, Listener: lns[i],
+			Ledger: ledger.Config{MaxAccounts: 1024}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		c.cfgs = append(c.cfgs, cfg)
+		n, err := Start(cfg)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -62,13 +65,59 @@ func startInproc(tb testing.TB, size int, proxied bool) *inproc {
 	return c
 }
 
+// restart starts stopped node i again on its directory and address.
+func (c *inproc) restart(i int) {
+	cfg := c.cfgs[i]
+	ln, err := net.Listen("tcp", cfg.Peers[cfg.NodeID])
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	cfg.Listener = ln
+	if c.nodes[i], err = Start(cfg); err != nil {
+		c.tb.Fatal(err)
+	}
+}
+
+func (c *inproc) stopNode(i int) {
+	if err := c.nodes[i].Stop(); err != nil {
+		c.tb.Errorf("node %d: %v", i+1, err)
+	}
+	c.nodes[i] = nil
+}
+
+// converge waits until every node has applied all that any sequenced,
+// with equal hashes.
+func (c *inproc) converge(timeout time.Duration) Status {
+	deadline := time.Now().Add(timeout)
+	for {
+		var st []Status
+		ok := true
+		for _, n := range c.nodes {
+			s := n.Status()
+			st = append(st, s)
+			if s.Applied != st[0].Applied || s.Hash != st[0].Hash {
+				ok = false
+			}
+		}
+		for _, s := range st {
+			if s.Sequenced > st[0].Applied {
+				ok = false
+			}
+		}
+		if ok {
+			return st[0]
+		}
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("nodes did not converge within %v: %+v", timeout, st)
+		}
+		time.Sleep(10 * time.Millisecond) // progress of other goroutines, no event to wait on
+	}
+}
+
 func (c *inproc) stop() {
 	for i, n := range c.nodes {
 		if n != nil {
-			if err := n.Stop(); err != nil {
-				c.tb.Errorf("node %d: %v", i+1, err)
-			}
-			c.nodes[i] = nil
+			c.stopNode(i)
 		}
 	}
 }

@@ -292,7 +292,7 @@ func (n *Node) ready(rd raft.Ready) error {
 			return err
 		}
 	}
-	return n.maybeCompact()
+	return n.maybeCompact(len(rd.CommittedEntries))
 }
 
 func (n *Node) apply(e *pb.Entry) error {
@@ -391,10 +391,10 @@ func (n *Node) promote() error {
 
 // compactEvery is how many applied entries pass between compactions;
 // compactKeep how many entries stay in memory below the bound, for peers a
-// little behind.
-const (
+// little behind. Variables so a test can compact a short log.
+var (
 	compactEvery = 1024
-	compactKeep  = 4096
+	compactKeep  = uint64(4096)
 )
 
 // entryTx is an applied raft entry and the last tx of its batch.
@@ -405,8 +405,8 @@ type entryTx struct{ index, tx uint64 }
 // replays the raft log from the compaction mark on, so nothing below it
 // may be missing from the WAL (a leader ledger writes a committed batch
 // after the Ready loop signals it).
-func (n *Node) maybeCompact() error {
-	n.sinceComp++
+func (n *Node) maybeCompact(applied int) error {
+	n.sinceComp += applied
 	if n.sinceComp < compactEvery {
 		return nil
 	}

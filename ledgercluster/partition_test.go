@@ -114,21 +114,7 @@ func TestPartitionMinorityLeader(t *testing.T) {
 	t.Logf("isolated leader %d stopped leading %v after the cut; replica %d leads", old+1, stepDown.Round(time.Millisecond), newLeader+1)
 
 	// Healed: everyone catches up to the same ledger.
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		var st []Status
-		for _, n := range c.nodes {
-			st = append(st, n.Status())
-		}
-		if st[0].Applied == st[1].Applied && st[1].Applied == st[2].Applied && st[0].Hash == st[1].Hash && st[1].Hash == st[2].Hash &&
-			max(st[0].Sequenced, st[1].Sequenced, st[2].Sequenced) <= st[0].Applied {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replicas did not converge after the heal: %+v", st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	c.converge(10 * time.Second)
 	c.stop()
 	checkDirs(t, c.dirs, acks)
 }
