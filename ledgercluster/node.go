@@ -45,14 +45,19 @@ type Node struct {
 	// Ready loop state.
 	readyReads []pendingRead // answered by raft, waiting for applied to reach their index
 	role       raft.StateType
-	term       uint64    // raft's current term, from the HardStates
-	leadTerm   uint64    // the term the leader ledger was opened in
-	recent     []entryTx // applied entries not yet known to be in the ledger's WAL, oldest first
-	promoteAt  uint64    // raft index to apply before the ledger may lead
-	applied    uint64    // raft index applied
-	signaled   uint64    // last tx of the leader ledger's proposals seen committed
-	confState  *pb.ConfState
-	sinceComp  int
+	term       uint64        // raft's current term, from the HardStates
+	leadTerm   uint64        // the term the leader ledger was opened in
+	recent     []entryTx     // applied entries not yet known to be in the ledger's WAL, oldest first
+	promoteAt  uint64        // raft index to apply before the ledger may lead
+	promoting  chan struct{} // a running promotion, closed when it is done
+	promoted   struct {      // its result, read after promoting is closed
+		signaled, term uint64
+		err            error
+	}
+	applied   uint64 // raft index applied
+	signaled  uint64 // last tx of the leader ledger's proposals seen committed
+	confState *pb.ConfState
+	sinceComp int
 
 	stop    chan struct{}
 	done    chan struct{}
@@ -237,6 +242,9 @@ func (n *Node) run() {
 }
 
 func (n *Node) ready(rd raft.Ready) error {
+	if err := n.joinPromotion(false); err != nil {
+		return err
+	}
 	if rd.SoftState != nil {
 		n.lead.Store(rd.SoftState.Lead)
 		if l := n.cur.Load(); l.Follower() {
@@ -256,6 +264,11 @@ func (n *Node) ready(rd raft.Ready) error {
 	// Deposed, or leading again in a later term without this loop seeing
 	// the steps between: the leader ledger's uncommitted proposals may be
 	// gone, so it stops acknowledging at once and is rebuilt as a follower.
+	if n.promoting != nil && (n.role != raft.StateLeader || n.term != term) {
+		if err := n.joinPromotion(true); err != nil {
+			return err
+		}
+	}
 	if !n.cur.Load().Follower() && (n.role != raft.StateLeader || n.term != n.leadTerm) {
 		if err := n.demote(); err != nil {
 			return err
@@ -287,10 +300,8 @@ func (n *Node) ready(rd raft.Ready) error {
 		}
 	}
 	n.answerReads(rd.ReadStates)
-	if n.role == raft.StateLeader && n.promoteAt != 0 && n.applied >= n.promoteAt && n.cur.Load().Follower() {
-		if err := n.promote(); err != nil {
-			return err
-		}
+	if n.role == raft.StateLeader && n.promoteAt != 0 && n.applied >= n.promoteAt && n.promoting == nil && n.cur.Load().Follower() {
+		n.promote()
 	}
 	return n.maybeCompact(len(rd.CommittedEntries))
 }
@@ -319,6 +330,9 @@ func (n *Node) apply(e *pb.Entry) error {
 	first := binary.LittleEndian.Uint64(data[4:])
 	last := first + uint64(binary.LittleEndian.Uint32(data[12:])) - 1
 	n.recent = append(n.recent, entryTx{index: e.GetIndex(), tx: last})
+	if err := n.joinPromotion(true); err != nil { // normally none runs: see promote
+		return err
+	}
 	l := n.cur.Load()
 	if l.Follower() {
 		if err := l.Apply(data); err != nil {
@@ -367,25 +381,58 @@ func (n *Node) demote() error {
 	return nil
 }
 
-// promote replaces the follower ledger by a leader; called once everything
-// committed before this term is applied.
-func (n *Node) promote() error {
-	f := n.cur.Load()
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("ledgercluster: close follower: %w", err)
+// promote starts replacing the follower ledger by a leader, once
+// everything committed before this term is applied. Reopening replays the
+// WAL, which takes time, so it runs beside the Ready loop: raft goes on
+// ticking and sending heartbeats (a blocked loop would let the followers'
+// election timers fire). No normal entry commits meanwhile (this replica
+// leads, and its ledger proposes only once open); joinPromotion collects
+// the result.
+func (n *Node) promote() {
+	done := make(chan struct{})
+	n.promoting = done
+	term := n.term
+	go func() {
+		defer close(done)
+		if err := n.cur.Load().Close(); err != nil {
+			n.promoted.err = fmt.Errorf("ledgercluster: close follower: %w", err)
+			return
+		}
+		n.mu.Lock()
+		n.leading = true
+		n.propCtx, n.cancel = context.WithCancel(context.Background())
+		n.mu.Unlock()
+		l, err := ledger.OpenReplicated(n.ledgerConfig(), n)
+		if err != nil {
+			n.promoted.err = fmt.Errorf("ledgercluster: reopen as leader: %w", err)
+			return
+		}
+		n.promoted.signaled, n.promoted.term = uint64(l.Stats().Indexes.Committed), term
+		n.cur.Store(l)
+		n.log.Info("ledger leads", "tx", n.promoted.signaled, "term", term)
+	}()
+}
+
+// joinPromotion takes the result of a finished promotion (waiting for it
+// if wait), in the Ready loop; the channel's close orders the goroutine's
+// writes before these reads.
+func (n *Node) joinPromotion(wait bool) error {
+	if n.promoting == nil {
+		return nil
 	}
-	n.mu.Lock()
-	n.leading = true
-	n.propCtx, n.cancel = context.WithCancel(context.Background())
-	n.mu.Unlock()
-	l, err := ledger.OpenReplicated(n.ledgerConfig(), n)
-	if err != nil {
-		return fmt.Errorf("ledgercluster: reopen as leader: %w", err)
+	if !wait {
+		select {
+		case <-n.promoting:
+		default:
+			return nil
+		}
 	}
-	n.signaled = uint64(l.Stats().Indexes.Committed)
-	n.leadTerm = n.term
-	n.cur.Store(l)
-	n.log.Info("ledger leads", "tx", n.signaled, "raft_index", n.applied)
+	<-n.promoting
+	n.promoting = nil
+	if n.promoted.err != nil {
+		return n.promoted.err
+	}
+	n.signaled, n.leadTerm = n.promoted.signaled, n.promoted.term
 	return nil
 }
 
@@ -447,6 +494,9 @@ func (n *Node) Stop() error {
 	}
 	close(n.stop)
 	<-n.done
+	if n.promoting != nil { // the loop has exited: its state is ours
+		<-n.promoting
+	}
 	n.failPending(ledger.ErrClosed)
 	n.rn.Stop()
 	terr := n.tr.close()
