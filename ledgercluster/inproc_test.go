@@ -23,7 +23,9 @@ type inproc struct {
 	links map[[2]int]*link // from, to: the proxy node from dials to reach to
 }
 
-func startInproc(tb testing.TB, size int, proxied bool) *inproc {
+// startInproc starts size nodes; clients, if given, are their client
+// addresses (Config.ClientAddrs).
+func startInproc(tb testing.TB, size int, proxied bool, clients ...string) *inproc {
 	c := &inproc{tb: tb, links: map[[2]int]*link{}}
 	var lns []net.Listener
 	var addrs []string
@@ -49,6 +51,12 @@ func startInproc(tb testing.TB, size int, proxied bool) *inproc {
 		c.dirs = append(c.dirs, dir)
 		cfg := Config{ClusterID: 9, NodeID: uint64(i + 1), Peers: peers, Dir: dir, Listener: lns[i],
 			Ledger: ledger.Config{MaxAccounts: 1024}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		if len(clients) == size {
+			cfg.ClientAddrs = map[uint64]string{}
+			for j, a := range clients {
+				cfg.ClientAddrs[uint64(j+1)] = a
+			}
+		}
 		c.cfgs = append(c.cfgs, cfg)
 		n, err := Start(cfg)
 		if err != nil {
