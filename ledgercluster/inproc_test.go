@@ -141,7 +141,7 @@ func (c *inproc) leader(timeout time.Duration, among ...int) int {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		for _, i := range among {
-			if c.nodes[i].Status().Leading {
+			if n := c.nodes[i]; n != nil && n.Status().Leading { // nil: stopped
 				return i
 			}
 		}
