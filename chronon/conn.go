@@ -136,9 +136,15 @@ func (k *conn[T]) credit(c uint64) {
 	k.pops++
 	k.cyclePops++
 	if k.cross {
-		k.clog.advance(c, k.pops)
+		k.publishCredit(c)
 	}
 }
+
+// publishCredit publishes the pop count of receiver cycle c, apart from
+// credit so that credit stays small enough to inline.
+//
+//go:noinline
+func (k *conn[T]) publishCredit(c uint64) { k.clog.advance(c, k.pops) }
 
 // admits reports whether the connection accepts one more message in
 // producer cycle c.
@@ -149,11 +155,21 @@ func (k *conn[T]) credit(c uint64) {
 // (the receiver's line; under the lookahead engine, a wait for its
 // progress) are not read. The flip-flop's discount only lowers the
 // occupancy, so it cannot turn that answer.
-func (k *conn[T]) admits(c uint64) bool {
+func (k *conn[T]) admits(c uint64) bool { return k.fits(c) || k.admitsSlow(c) }
+
+// fits is admits's inlined test: true when lim and the rate decide.
+func (k *conn[T]) fits(c uint64) bool {
+	return k.pushes < k.lim && (k.rate == 0 || k.pushCycle != c || k.cyclePushes < k.rate)
+}
+
+// admitsSlow is admits when fits does not decide: the rate, then the
+// occupancy from the credits (an unlimited edge near its depth, whose
+// overflow push decides, admits).
+func (k *conn[T]) admitsSlow(c uint64) bool {
 	if k.rate != 0 && k.pushCycle == c && k.cyclePushes >= k.rate {
 		return false
 	}
-	if k.pushes < k.lim || k.capacity == 0 {
+	if k.capacity == 0 || k.pushes < k.lim {
 		return true
 	}
 	return k.room(c)

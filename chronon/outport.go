@@ -49,7 +49,7 @@ func (p *OutPort[T]) send(v *T) bool {
 	c := p.u.cycle
 	if len(p.conns) == 1 { // the common case, without the second loop
 		k := p.conns[0]
-		if !k.admits(c) {
+		if !k.fits(c) && !k.admitsSlow(c) { // admits, its test inlined
 			return false
 		}
 		k.push(c, p.epoch, v)

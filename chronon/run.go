@@ -108,7 +108,7 @@ const (
 // runSeq runs up to n cycles with the sequential engine.
 func (s *Simulation) runSeq(n uint64) (err error) {
 	defer s.recoverUnit(&err)
-	for end := s.cycle + n; s.cycle < end && s.cycle < s.stopAt; {
+	for end := s.cycle + n; s.cycle < min(end, s.stopAt); {
 		s.step()
 	}
 	return s.failure()
