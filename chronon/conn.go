@@ -112,8 +112,9 @@ const cacheLine = 64
 // only when its cached bound, lim, does not decide). Meanwhile the
 // receiver may run ahead, but by less than L cycles (the global window of
 // the lookahead engine), so it appends at most L entries of cycle c and
-// later while the producer is in c; the log has L+2 entries or more
-// (invariant 3 of cycleLog).
+// later while the producer is in c. room also reads the credits before the
+// receiver's progress q >= c+1-L: at most 2L-1 entries are of cycle q or
+// later. The log has 2L+2 entries or more (invariant 3 of cycleLog).
 func (k *conn[T]) credits(c uint64) uint64 {
 	if k.cross {
 		if p := k.rprog; p != nil && p.Load() < c {
@@ -176,7 +177,21 @@ func (k *conn[T]) admitsSlow(c uint64) bool {
 }
 
 // room is admits's occupancy test from the credits; it raises lim.
+//
+// Under the lookahead engine it first tries the credits the receiver has
+// made final, those of the cycles before its progress: a lower bound, so a
+// message they admit is admitted; only when they do not does the producer
+// wait for the receiver to finish c-1 (see credits). The flip-flop's
+// discount needs the exact credits.
 func (k *conn[T]) room(c uint64) bool {
+	if p := k.rprog; p != nil && k.cross {
+		if q := p.Load(); q < c {
+			if cr := k.clog.before(q); k.pushes-cr < uint64(k.capacity) {
+				k.lim = cr + uint64(k.capacity)
+				return true
+			}
+		}
+	}
 	cr := k.credits(c)
 	k.lim = cr + uint64(k.capacity)
 	occ := k.pushes - cr

@@ -76,6 +76,7 @@ func (s *Simulation) setLookahead() error {
 type laEngine struct {
 	sim     *Simulation
 	workers []*laWorker
+	minLag  uint64 // the smallest lag between two workers
 	end     uint64
 	m       *pressure.Manager
 
@@ -107,10 +108,9 @@ type laDep struct {
 	seen uint64
 }
 
-// newLookahead partitions the clusters over at most n workers by cost (see
-// cutPartition).
-func newLookahead(s *Simulation, n int, cost func(cl int) int64) *laEngine {
-	part := cutPartition(s, n, cost)
+// newLookahead returns the lookahead engine for a partition of the
+// clusters over workers (see cutPartition).
+func newLookahead(s *Simulation, part [][]int) *laEngine {
 	e := &laEngine{sim: s}
 	workerOf := make([]int, len(s.units))
 	for wi, cls := range part {
@@ -154,6 +154,7 @@ func newLookahead(s *Simulation, n int, cost func(cl int) int64) *laEngine {
 			}
 		}
 	}
+	e.minLag = minLag(s, part)
 	prog := make([]*atomic.Uint64, len(part))
 	for i, w := range e.workers {
 		prog[i] = &w.progress
@@ -163,6 +164,24 @@ func newLookahead(s *Simulation, n int, cost func(cl int) int64) *laEngine {
 }
 
 func (e *laEngine) size() int { return len(e.workers) }
+
+// minLag returns the smallest delay of an edge between two workers of
+// part, at most the lookahead: how far any worker may run ahead of another.
+func minLag(s *Simulation, part [][]int) uint64 {
+	workerOf := make([]int, len(s.plan.clusters))
+	for w, cls := range part {
+		for _, cl := range cls {
+			workerOf[cl] = w
+		}
+	}
+	lag := s.lookahead
+	for _, l := range s.plan.links {
+		if workerOf[l.from] != workerOf[l.to] {
+			lag = min(lag, max(l.minDelay, 1))
+		}
+	}
+	return lag
+}
 
 // cutPartition places clusters on at most n workers so that the edges
 // between workers have long delays where the topology allows it: a worker
@@ -308,6 +327,7 @@ func (w *laWorker) loop(start uint64) {
 		if c >= e.stopAt.Load() { // after the waits: see laEngine
 			return
 		}
+		w.st.OnWork() // every cycle, as the barrier engine's workers: it keeps the level up
 		if !w.tick(c) {
 			return // nothing of the worker runs after its panic
 		}
@@ -328,7 +348,6 @@ func (w *laWorker) await(d *laDep, c uint64) {
 	for {
 		d.seen = d.w.progress.Load()
 		if d.seen >= need || w.e.stopAt.Load() <= c {
-			w.st.OnWork()
 			return
 		}
 		w.st.OnEmpty() // false only after Close, which waits for every worker
