@@ -83,7 +83,7 @@ type conn[T any] struct {
 	// credits for its cycle c, the producer waits for rprog >= c.
 	rprog *atomic.Uint64
 
-	// Receiver side, one cache line: its pop-credit ledger and its view of
+	// Receiver side, one cache line: its pop-credit count and its view of
 	// the sender's cancels (which holds its copy of the delay).
 	cut       cut // the sender's cancels in effect (see cancel.go)
 	pops      uint64

@@ -7,7 +7,8 @@ import (
 	"github.com/lanework/lanework/pressure"
 )
 
-// engine is the parallel engine: the plan's clusters, placed on workers
+// engine is the barrier engine, the parallel engine for a lookahead of 1
+// (and for cuts with delay-1 edges; see newParallel): the plan's clusters, placed on workers
 // (goroutines) by cost, every worker running the clusters of its list, and
 // taking over unclaimed clusters of the other lists once its own are done,
 // so that a worker descheduled by the host does not stall the others for
@@ -25,16 +26,14 @@ import (
 //   - a flush in c covers what was sent before c, so it needs the producer
 //     through c-1 regardless of the edge delay;
 //   - pop credits for producer cycle c are the receiver's pops before c, so
-//     the producer needs the receiver through c-1 and the receiver must not
-//     run c+1 before the producer finished c (see ledger);
+//     the producer needs the receiver through c-1 (see conn.credits);
 //   - a termination, panic or overflow in cycle c must stop every unit at
-//     the end of c, as in the sequential engine, so no unit may run c+1
-//     before every unit has finished c and had the chance to request a stop;
-//     and RunUntilDone asks every Doner between cycles.
+//     the end of c (with lookahead L, c+L-1), as in the sequential engine,
+//     so no unit may run c+1 before every unit has finished c and had the
+//     chance to request a stop; and RunUntilDone asks every Doner between
+//     cycles.
 //
-// The last rule bounds every cluster's run-ahead to the slowest one's cycle,
-// whatever the edge delays: chronon cannot know statically that no unit
-// will terminate, flush or credit pops.
+// Run-ahead along long delays is the lookahead engine's (lookahead.go).
 //
 // Memory ordering. The engine's own handshake (claim, done, gate, stopAt)
 // and every publication chronon makes itself (pushed counts, pop-credit
