@@ -193,11 +193,26 @@ func minLag(s *Simulation, part [][]int) uint64 {
 // carries at most balanceSlack of its fair share wins. t = 1 joins nothing:
 // the barrier engine's partition. The result depends only on the topology
 // and the costs.
-func cutPartition(s *Simulation, n int, cost func(cl int) int64) [][]int {
+//
+// Costs are clamped at clampCost times the median cluster's: a measured
+// cost (see calibrate) includes the host descheduling the goroutine in
+// the middle of a Tick, which on a loaded machine adds milliseconds to
+// whichever unit it hits and would make a balanced cut look lopsided.
+func cutPartition(s *Simulation, n int, measured func(cl int) int64) [][]int {
 	ncl := len(s.plan.clusters)
-	var total int64
+	costs := make([]int64, ncl)
 	for cl := range ncl {
-		total += cost(cl)
+		costs[cl] = measured(cl)
+	}
+	sorted := slices.Clone(costs)
+	slices.Sort(sorted)
+	for cl := range costs {
+		costs[cl] = min(costs[cl], max(clampCost*sorted[ncl/2], 1))
+	}
+	cost := func(cl int) int64 { return costs[cl] }
+	var total int64
+	for _, c := range costs {
+		total += c
 	}
 	for t := s.lookahead; t > 1; t-- {
 		parent := make([]int, ncl)
@@ -258,6 +273,9 @@ func cutPartition(s *Simulation, n int, cost func(cl int) int64) [][]int {
 	}
 	return partition(s.plan.clusters, n, cost)
 }
+
+// clampCost bounds a cluster's cost in cutPartition, in medians.
+const clampCost = 4
 
 // balanceSlack is how much more than its fair share of the cost the most
 // loaded worker may carry in exchange for longer delays between workers.
