@@ -184,8 +184,8 @@ func (k *conn[T]) admitsSlow(c uint64) bool {
 // wait for the receiver to finish c-1 (see credits). The flip-flop's
 // discount needs the exact credits.
 func (k *conn[T]) room(c uint64) bool {
-	if p := k.rprog; p != nil && k.cross {
-		if q := p.Load(); q < c {
+	if k.cross && k.rprog != nil { // cross first: rprog is on the cold line
+		if q := k.rprog.Load(); q < c {
 			if cr := k.clog.before(q); k.pushes-cr < uint64(k.capacity) {
 				k.lim = cr + uint64(k.capacity)
 				return true

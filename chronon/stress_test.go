@@ -260,14 +260,20 @@ func newStressSpec(seed uint64) stressSpec {
 			}
 		}
 	}
-	// Half the topologies have a lookahead beyond 1 (a stream of their own,
-	// so the topologies above stay those of earlier sessions) and then
-	// long-delay edges, which the lookahead engine runs ahead on.
+	// Six topologies in ten have a lookahead beyond 1 (a stream of their
+	// own, so the topologies above stay those of earlier sessions) and then
+	// long-delay edges, which the lookahead engine runs ahead on: edges
+	// between the two halves of the units get at least the lookahead (so
+	// that the engine can cut there), some others up to twice it.
 	r = mix(seed ^ 0x10ca)
 	sp.lookahead = []int{1, 1, 1, 1, 2, 3, 4, 8, 8, 16}[next(10)]
 	if sp.lookahead > 1 {
 		for i := range sp.conns {
-			if c := &sp.conns[i]; c.delay > 0 && next(2) == 0 {
+			c := &sp.conns[i]
+			switch {
+			case c.from*2/n != c.to*2/n:
+				c.delay += sp.lookahead + int(next(uint64(sp.lookahead)))
+			case c.delay > 0 && next(2) == 0:
 				c.delay += int(next(uint64(2 * sp.lookahead)))
 			}
 		}
