@@ -222,16 +222,20 @@ func reportSyncs(b *testing.B, s *chronon.Simulation) {
 // partitions' units to the sequential engine's states, and synchronizes
 // less than once per cycle and worker.
 func TestLookaheadCutsLongEdges(t *testing.T) {
+	n := uint64(3000)
+	if raceEnabled {
+		n = 600
+	}
 	state := func(w int) []uint64 {
 		s := partitions(t, 10, 8)
 		s.SetParallelThreshold(0)
 		require.NoError(t, s.SetWorkers(w))
-		require.NoError(t, s.Run(3000))
+		require.NoError(t, s.Run(n))
 		if w > 1 {
 			require.Equal(t, []uint64{8, 8}, chronon.LookaheadLags(s))
 			cycles, syncs, _, ok := chronon.LookaheadStats(s)
 			require.True(t, ok)
-			require.Equal(t, uint64(2*3000), cycles)
+			require.Equal(t, 2*n, cycles)
 			t.Logf("%d workers: %.3f syncs per worker and cycle", w, float64(syncs)/float64(cycles))
 		}
 		var out []uint64
