@@ -86,9 +86,9 @@ type conn[T any] struct {
 	// Receiver side, one cache line: its pop-credit count and its view of
 	// the sender's cancels (which holds its copy of the delay).
 	cut       cut // the sender's cancels in effect (see cancel.go)
-	pops      uint64
-	popCycle  uint64
-	cyclePops uint32 // pops in popCycle
+	pops       uint64
+	popCycle   uint64
+	popsBefore uint64 // pops in cycles before popCycle
 
 	// clog is the pop credits as published to another goroutine
 	// (allocated, and used, only when cross); pprog the producer's
@@ -123,7 +123,7 @@ func (k *conn[T]) credits(c uint64) uint64 {
 		return k.clog.before(c)
 	}
 	if k.popCycle == c {
-		return k.pops - uint64(k.cyclePops)
+		return k.popsBefore
 	}
 	return k.pops
 }
@@ -132,20 +132,13 @@ func (k *conn[T]) credits(c uint64) uint64 {
 // message in receiver cycle c.
 func (k *conn[T]) credit(c uint64) {
 	if k.popCycle != c {
-		k.popCycle, k.cyclePops = c, 0
+		k.popCycle, k.popsBefore = c, k.pops
 	}
 	k.pops++
-	k.cyclePops++
 	if k.cross {
-		k.publishCredit(c)
+		k.clog.advance(c, k.pops)
 	}
 }
-
-// publishCredit publishes the pop count of receiver cycle c, apart from
-// credit so that credit stays small enough to inline.
-//
-//go:noinline
-func (k *conn[T]) publishCredit(c uint64) { k.clog.advance(c, k.pops) }
 
 // admits reports whether the connection accepts one more message in
 // producer cycle c.
@@ -165,7 +158,7 @@ func (k *conn[T]) fits(c uint64) bool {
 
 // admitsSlow is admits when fits does not decide: the rate, then the
 // occupancy from the credits (an unlimited edge near its depth, whose
-// overflow push decides, admits).
+// overflow push decides, admits). It raises lim.
 func (k *conn[T]) admitsSlow(c uint64) bool {
 	if k.rate != 0 && k.pushCycle == c && k.cyclePushes >= k.rate {
 		return false
@@ -173,26 +166,18 @@ func (k *conn[T]) admitsSlow(c uint64) bool {
 	if k.capacity == 0 || k.pushes < k.lim {
 		return true
 	}
-	return k.room(c)
-}
-
-// room is admits's occupancy test from the credits; it raises lim.
-//
-// Under the lookahead engine it first tries the credits the receiver has
-// made final, those of the cycles before its progress: a lower bound, so a
-// message they admit is admitted; only when they do not does the producer
-// wait for the receiver to finish c-1 (see credits). The flip-flop's
-// discount needs the exact credits.
-func (k *conn[T]) room(c uint64) bool {
-	if k.cross && k.rprog != nil { // cross first: rprog is on the cold line
-		if q := k.rprog.Load(); q < c {
-			if cr := k.clog.before(q); k.pushes-cr < uint64(k.capacity) {
-				k.lim = cr + uint64(k.capacity)
-				return true
-			}
+	var cr uint64
+	switch {
+	case k.cross:
+		if k.roomFinal(c) {
+			return true
 		}
+		cr = k.credits(c)
+	case k.popCycle == c: // credits, inlined
+		cr = k.popsBefore
+	default:
+		cr = k.pops
 	}
-	cr := k.credits(c)
 	k.lim = cr + uint64(k.capacity)
 	occ := k.pushes - cr
 	if k.dff {
@@ -205,6 +190,24 @@ func (k *conn[T]) room(c uint64) bool {
 		}
 	}
 	return occ < uint64(k.capacity)
+}
+
+// roomFinal is admitsSlow's first try under the lookahead engine: the
+// credits the receiver has made final, those of the cycles before its
+// progress, are a lower bound, so a message they admit is admitted; only
+// when they do not does the producer wait for the receiver to finish c-1
+// (see credits). The flip-flop's discount needs the exact credits.
+func (k *conn[T]) roomFinal(c uint64) bool {
+	if k.rprog == nil {
+		return false
+	}
+	if q := k.rprog.Load(); q < c {
+		if cr := k.clog.before(q); k.pushes-cr < uint64(k.capacity) {
+			k.lim = cr + uint64(k.capacity)
+			return true
+		}
+	}
+	return false
 }
 
 // push publishes v. The caller has checked admits.

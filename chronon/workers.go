@@ -216,10 +216,10 @@ func (p *InPort[T]) setParallel(groupOf []int, prog []*atomic.Uint64) {
 			p.waits = true
 		}
 		k.clog = newCycleLog(2*int(k.in.u.sim.lookahead) + 2) // see credits
-		if prev := k.pops - uint64(k.cyclePops); prev > 0 {
-			k.clog.advance(k.popCycle-1, prev) // any cycle before popCycle will do
+		if k.popsBefore > 0 {
+			k.clog.advance(k.popCycle-1, k.popsBefore) // any cycle before popCycle will do
 		}
-		if k.cyclePops > 0 {
+		if k.pops > k.popsBefore {
 			k.clog.advance(k.popCycle, k.pops)
 		}
 	}
