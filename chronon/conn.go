@@ -85,7 +85,7 @@ type conn[T any] struct {
 
 	// Receiver side, one cache line: its pop-credit count and its view of
 	// the sender's cancels (which holds its copy of the delay).
-	cut       cut // the sender's cancels in effect (see cancel.go)
+	cut        cut // the sender's cancels in effect (see cancel.go)
 	pops       uint64
 	popCycle   uint64
 	popsBefore uint64 // pops in cycles before popCycle
