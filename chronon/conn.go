@@ -78,8 +78,9 @@ type conn[T any] struct {
 	in        *InPort[T]
 	name      string // "unit.port -> unit.port"
 	id        uint64
-	cur       int // the connection's cursor on its OutPort's shared broadcast ring; -1: none
-	_         [cacheLine - 56]byte
+	cur       int  // the connection's cursor on its OutPort's shared broadcast ring; -1: none
+	armed     bool // the receiver sleeps until a message arrives: pushes report to it (see arrival)
+	_         [cacheLine - 57]byte
 
 	// Receiver side, one cache line: its pop-credit ledger and its view of
 	// the sender's cancels (which holds its copy of the delay).
@@ -214,8 +215,13 @@ func (k *conn[T]) push(c uint64, epoch uint32, v *T) {
 // lane always has room when full is false: pops credited before c are
 // physical pops too. Callers test pushes >= lim first, which is false until
 // the backlog over the credits last read could reach the depth (and always
-// on a finite-capacity edge, whose admission bounds its backlog).
+// on a finite-capacity edge, whose admission bounds its backlog), except
+// on a connection armed for a sleeping receiver, whose pushes all come
+// here (see arrival).
 func (k *conn[T]) full(c uint64) bool {
+	if k.armed {
+		return k.arrival(c)
+	}
 	k.lim = k.credits(c) + UnboundedDepth
 	return k.pushes >= k.lim
 }

@@ -40,3 +40,7 @@ func ForgetIdle(s *Simulation) {
 		in.forgetIdle()
 	}
 }
+
+// SleepWakes returns how many sleeping units an arrival woke, and how many
+// of those in the parallel engine by a sender on another worker's list.
+func SleepWakes(s *Simulation) (all, crossed uint64) { return s.sleepWakes() }

@@ -346,6 +346,8 @@ type inPortAny interface {
 	connCount() int
 	unboundedConn() string
 	forgetIdle()
+	nextArrive() uint64
+	arm(on bool)
 }
 
 // forgetIdle drops the port's idle cycle (for tests: it must change nothing).

@@ -43,6 +43,7 @@ type Simulation struct {
 	cfg     simConfig
 	derived []*derived // see DeriveCounter
 	lg      *simLog    // the units' log; nil without WithLogger
+	sleep   *sleepSched // the sleeping scheduler; nil when no unit may sleep
 }
 
 // edge is the untyped record of a connection, for validation and planning.
@@ -181,6 +182,7 @@ func (s *Simulation) Build() (err error) {
 	if s.lg != nil {
 		s.lg.prepare(s.units)
 	}
+	s.initSleep()
 	defer s.recoverUnit(&err)
 	for _, u := range s.order {
 		if i, ok := u.unit.(Initer); ok {
