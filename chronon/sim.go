@@ -41,8 +41,8 @@ type Simulation struct {
 
 	obs     observer
 	cfg     simConfig
-	derived []*derived // see DeriveCounter
-	lg      *simLog    // the units' log; nil without WithLogger
+	derived []*derived  // see DeriveCounter
+	lg      *simLog     // the units' log; nil without WithLogger
 	sleep   *sleepSched // the sleeping scheduler; nil when no unit may sleep
 }
 

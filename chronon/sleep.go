@@ -131,7 +131,7 @@ func (b *Base) SleepUntilReceive() {
 }
 
 func (u *unitState) mustSleep() {
-	if u.sim.sleep == nil {
+	if !u.sleeper {
 		panic(fmt.Sprintf("chronon: unit %s sleeps but does not implement chronon.Sleeper", u.name))
 	}
 }
@@ -179,8 +179,8 @@ type sleepSched struct {
 func (s *Simulation) initSleep() {
 	on := false
 	for _, u := range s.units {
-		_, sl := u.unit.(Sleeper)
-		on = on || sl || u.clock.Period != 0
+		_, u.sleeper = u.unit.(Sleeper)
+		on = on || u.sleeper || u.clock.Period != 0
 	}
 	if !on {
 		return

@@ -87,15 +87,16 @@ type unitState struct {
 	outs   []outPortAny
 	ins    []inPortAny
 
-	// Sleeping (sleep.go): its clock; the cycle of its next tick (none:
-	// asleep until a message arrives, or for good); the requests of the
-	// current Tick (until 0: none); whether its in-connections report
-	// arrivals.
-	clock  Clock
-	next   uint64
-	until  uint64
-	onRecv bool
-	armed  bool
+	// Sleeping (sleep.go): whether it is a Sleeper; its clock; the cycle of
+	// its next tick (none: asleep until a message arrives, or for good);
+	// the requests of the current Tick (until 0: none); whether its
+	// in-connections report arrivals.
+	sleeper bool
+	clock   Clock
+	next    uint64
+	until   uint64
+	onRecv  bool
+	armed   bool
 }
 
 // Reporter is implemented by units that summarize their state at the end of
