@@ -167,6 +167,10 @@ func (a wake) less(b wake) bool {
 type sleepSched struct {
 	s *Simulation
 	h []wake // min-heap by (cycle, pos)
+	// cur holds the plan positions of the units due in the next cycle of
+	// the sequential engine that are not in h, in plan order; nxt is where
+	// the cycle collects the next ones.
+	cur, nxt []int
 	// clusters is the parallel engine's per-cluster state (sleep_engine.go).
 	clusters []sleepCluster
 	// wakes counts the wake-ups by an arrival, crossed those whose sender
@@ -306,12 +310,16 @@ func (q *sleepSched) wakeAt(u *unitState, a uint64) bool {
 }
 
 // stepSleepy runs cycle s.cycle with the sleeping scheduler: the units due
-// in it, in plan order. If none is due, it jumps to the next cycle in which
-// one is, but not past end or the next observation.
+// in it, in plan order. They are the units that ticked in the cycle before
+// and stay awake (cur, in plan order, since they were appended as they
+// ticked), merged with the heap's entries of the cycle; a unit that stays
+// awake costs an append, not a heap operation. If none is due, it jumps to
+// the next cycle in which one is, but not past end or the next
+// observation.
 func (s *Simulation) stepSleepy(end uint64) {
 	q := s.sleep
 	c := s.cycle
-	if len(q.h) == 0 || q.h[0].cycle > c {
+	if len(q.cur) == 0 && (len(q.h) == 0 || q.h[0].cycle > c) {
 		next := none
 		if len(q.h) > 0 {
 			next = q.h[0].cycle
@@ -322,31 +330,48 @@ func (s *Simulation) stepSleepy(end uint64) {
 		}
 		return
 	}
-	for len(q.h) > 0 && q.h[0].cycle == c {
-		w := q.h[0]
-		u := s.order[w.pos]
-		if u.next != c {
-			q.pop() // superseded by an earlier wake-up, or a duplicate
-			continue
-		}
-		u.cycle = c
-		s.cur = w.pos + 1
-		u.unit.Tick()
-		// Entries pushed by the Tick are later than w (a later cycle, or a
-		// later plan position), so w is still the top.
-		u.next = q.settle(u, c)
-		if u.next == none {
+	for i := 0; ; {
+		var pos int
+		switch {
+		case i < len(q.cur) && (len(q.h) == 0 || q.h[0].cycle > c || q.cur[i] < q.h[0].pos):
+			pos = q.cur[i]
+			i++
+		case len(q.h) > 0 && q.h[0].cycle == c:
+			pos = q.h[0].pos
 			q.pop()
-		} else {
-			q.h[0].cycle = u.next
-			q.fix()
+		default:
+			q.cur, q.nxt = q.nxt, q.cur[:0]
+			s.cur = 0
+			s.cycle = c + 1
+			if s.cycle == s.obs.next {
+				s.obs.observe(s, s.cycle)
+			}
+			return
+		}
+		u := s.order[pos]
+		if u.next != c || u.ran == c+1 {
+			continue // superseded by an earlier wake-up, or a duplicate
+		}
+		u.ran = c + 1
+		u.cycle = c
+		s.cur = pos + 1
+		u.unit.Tick()
+		switch u.next = q.settle(u, c); {
+		case u.next == c+1:
+			q.nxt = append(q.nxt, pos)
+		case u.next != none:
+			q.push(wake{u.next, pos})
 		}
 	}
-	s.cur = 0
-	s.cycle = c + 1
-	if s.cycle == s.obs.next {
-		s.obs.observe(s, s.cycle)
+}
+
+// flushCur moves the units due in the next cycle from cur to the heap, for
+// the parallel engine, which takes every unit from the heap.
+func (q *sleepSched) flushCur() {
+	for _, pos := range q.cur {
+		q.push(wake{q.s.order[pos].next, pos})
 	}
+	q.cur = q.cur[:0]
 }
 
 // runSleepy is runSeq with the sleeping scheduler.

@@ -74,6 +74,7 @@ func (e *engine) sleepStart() {
 		e.sl = r
 	}
 	e.sl.target = 0
+	s.sleep.flushCur()
 	for _, l := range e.sl.lists {
 		l.claim.Store(0)
 		l.n.Store(0)
@@ -135,15 +136,15 @@ func (e *engine) openSleepy(c uint64) {
 			e.m.Wake()
 			return
 		}
-		n, prev := 0, -1
+		n := 0
 		for len(q.h) > 0 && q.h[0].cycle == c {
 			w := q.h[0]
 			q.pop()
 			u := s.order[w.pos]
-			if u.next != c || w.pos == prev {
+			if u.next != c || u.ran == c+1 {
 				continue // superseded, or a duplicate
 			}
-			prev = w.pos
+			u.ran = c + 1
 			ci := s.plan.cluster[u.index]
 			cl := &q.clusters[ci]
 			if len(cl.units) == 0 {

@@ -198,9 +198,9 @@ func TestSleepingYAML(t *testing.T) {
 
 	for bad, want := range map[string]string{
 		"units:\n  - {name: z, type: dozer, clock: {period: 2, phase: 5}}\n": "t.yaml:2: clock period 2, phase 5: want period >= 1 and phase < period",
-		"units:\n  - {name: z, type: dozer, clock: {every: 2}}\n":           `t.yaml:2: unknown clock key "every" (want period, phase)`,
-		"units:\n  - {name: z, type: dozer, clock: {period: -1}}\n":         `t.yaml:2: clock period: want a non-negative integer, not "-1"`,
-		"units:\n  - {name: z, type: dozer, clock: 3}\n":                    "t.yaml:2: clock must be a mapping with period and phase",
+		"units:\n  - {name: z, type: dozer, clock: {every: 2}}\n":            `t.yaml:2: unknown clock key "every" (want period, phase)`,
+		"units:\n  - {name: z, type: dozer, clock: {period: -1}}\n":          `t.yaml:2: clock period: want a non-negative integer, not "-1"`,
+		"units:\n  - {name: z, type: dozer, clock: 3}\n":                     "t.yaml:2: clock must be a mapping with period and phase",
 	} {
 		_, _, err := chronon.Parse("t.yaml", []byte(bad), reg)
 		require.ErrorIs(t, err, chronon.ErrTopology, bad)

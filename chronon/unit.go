@@ -90,10 +90,12 @@ type unitState struct {
 	// Sleeping (sleep.go): whether it is a Sleeper; its clock; the cycle of
 	// its next tick (none: asleep until a message arrives, or for good);
 	// the requests of the current Tick (until 0: none); whether its
-	// in-connections report arrivals.
+	// in-connections report arrivals; 1 + the cycle it last ticked in (0:
+	// none), against duplicate entries.
 	sleeper bool
 	clock   Clock
 	next    uint64
+	ran     uint64
 	until   uint64
 	onRecv  bool
 	armed   bool
