@@ -347,7 +347,7 @@ type inPortAny interface {
 	unboundedConn() string
 	forgetIdle()
 	nextArrive() uint64
-	arm(on bool)
+	arm()
 }
 
 // forgetIdle drops the port's idle cycle (for tests: it must change nothing).

@@ -258,9 +258,7 @@ func (q *sleepSched) pop() {
 func (q *sleepSched) settle(u *unitState, c uint64) uint64 {
 	next := u.edge(c + 1)
 	if u.until == 0 && !u.onRecv {
-		if u.armed {
-			u.arm(false)
-		}
+		u.waiting = false
 		return next
 	}
 	w := none
@@ -274,9 +272,10 @@ func (q *sleepSched) settle(u *unitState, c uint64) uint64 {
 		}
 	}
 	u.until, u.onRecv = 0, false
-	// Armed only while an arrival could still wake it earlier.
-	if want := recv && w != next && u.hasIns(); want != u.armed {
-		u.arm(want)
+	// Waiting only while an arrival could still wake it earlier.
+	u.waiting = recv && w != next && u.hasIns()
+	if u.waiting {
+		u.arm()
 	}
 	return w
 }
@@ -293,10 +292,10 @@ func (q *sleepSched) arrival(from, to *unitState, c, a uint64) {
 	q.wakeAt(to, a)
 }
 
-// wakeAt lowers an armed unit's next tick to the clock edge at or after a
+// wakeAt lowers a waiting unit's next tick to the clock edge at or after a
 // and reports whether it did.
 func (q *sleepSched) wakeAt(u *unitState, a uint64) bool {
-	if !u.armed {
+	if !u.waiting {
 		return false
 	}
 	w := u.edge(a)
@@ -402,11 +401,10 @@ func (u *unitState) nextArrive() uint64 {
 	return a
 }
 
-// arm arms or disarms the unit's in-connections (see conn.arrival).
-func (u *unitState) arm(on bool) {
-	u.armed = on
+// arm arms the unit's in-connections (see conn.arrival).
+func (u *unitState) arm() {
 	for _, in := range u.ins {
-		in.arm(on)
+		in.arm()
 	}
 }
 
@@ -432,29 +430,35 @@ func (p *InPort[T]) nextArrive() uint64 {
 	return none
 }
 
-// arm makes every push on the port's connections call arrival (on), or
-// restores their plain push (off). Armed, lim is 0, so that push and
-// broadcast call full; full keeps it 0. Disarmed, a finite-capacity
-// connection gets back its none, and an unlimited one 0, which makes its
-// next push compute the limit again.
-func (p *InPort[T]) arm(on bool) {
+// arm makes every push on the port's connections call arrival: lim 0
+// sends push and broadcast to full, which, armed, calls arrival.
+func (p *InPort[T]) arm() {
 	for _, k := range p.conns {
-		k.armed = on
-		switch {
-		case on || k.capacity == 0:
-			k.lim = 0
-		default:
-			k.lim = none
+		if !k.armed {
+			k.armed, k.lim = true, 0
 		}
 	}
 }
 
 // arrival is full for an armed connection: it reports the push in producer
 // cycle c to the scheduler, unless the push overflows (then nothing
-// arrives, and the run stops at the end of c).
+// arrives, and the run stops at the end of c). The first push after the
+// receiver woke disarms the connection instead, so that waking costs no
+// pass over the receiver's connections: a finite-capacity connection gets
+// back its none, an unlimited one 0, which makes its next push compute the
+// limit again. The receiver's waiting changes only between its ticks (in
+// the parallel engine, between cycles), so it is stable while the sender
+// reads it.
 func (k *conn[T]) arrival(c uint64) bool {
 	if k.capacity == 0 && k.pushes >= k.credits(c)+UnboundedDepth {
 		return true
+	}
+	if !k.in.u.waiting {
+		k.armed, k.lim = false, 0
+		if k.capacity != 0 {
+			k.lim = none
+		}
+		return false
 	}
 	k.lim = 0
 	k.out.u.sim.sleep.arrival(k.out.u, k.in.u, c, c+uint64(k.delay))

@@ -18,9 +18,10 @@ import "sync/atomic"
 // arrival in a later cycle (recorded in the sender's cluster, applied
 // between cycles) or, on a zero-delay connection, in c itself: then the
 // receiver is in the sender's cluster, later in plan order, and the cluster
-// ticks it in c (its late heap). Connections are armed and disarmed, and
-// next cycles changed, only between cycles, apart from that zero-delay case
-// on the cluster's own goroutine.
+// ticks it in c (its late heap). Units start and stop waiting, connections
+// are armed, and next cycles change only between cycles, apart from that
+// zero-delay case on the cluster's own goroutine; a sender disarms its own
+// connection (conn.arrival).
 //
 // A sleeping unit does not hold up its successors: a cluster with no unit
 // due in c is simply not part of c, which counts as done without it; its
@@ -33,7 +34,7 @@ type sleepCluster struct {
 	units  []*unitState // due in the cycle, in plan order
 	late   []int        // plan positions woken in the cycle by a zero-delay arrival: a min-heap
 	ticked []*unitState // ticked in the cycle, to settle
-	notes  []arrival    // arrivals in later cycles at armed units
+	notes  []arrival    // arrivals in later cycles at waiting units
 }
 
 type arrival struct {
@@ -81,7 +82,7 @@ func (e *engine) sleepStart() {
 	}
 }
 
-// noteArrival records an arrival in cycle a at the armed unit to, pushed in
+// noteArrival records an arrival in cycle a at the waiting unit to, pushed in
 // sender cycle c by from's cluster, on that cluster's goroutine.
 func (e *engine) noteArrival(from, to *unitState, c, a uint64) {
 	q := e.sim.sleep
