@@ -75,6 +75,9 @@ func (n *napNode) Tick() {
 		until, recv = c+2+r>>16%40, true
 	}
 	n.log('z', until<<1|b2u(recv))
+	if until == 0 && !recv {
+		return // SleepUntil(0) is no request
+	}
 	if n.self {
 		n.asleep, n.wakeAt, n.recv = true, until, recv
 		if until == 0 {
@@ -142,7 +145,9 @@ func newNapSpec(seed uint64, mode napMode) stressSpec {
 	return sp
 }
 
-// TestSleepingEquivalence: on random topologies, the sleeping scheduler
+// TestSleepingEquivalence (and TestSleepingDifferential: both take the
+// stress harness's -chronon.stress.seeds and -chronon.stress.first for a
+// soak): on random topologies, the sleeping scheduler
 // gives exactly the events, final cycle, termination and error of the same
 // units ticking every cycle and checking for themselves.
 func TestSleepingEquivalence(t *testing.T) {
@@ -153,9 +158,12 @@ func TestSleepingEquivalence(t *testing.T) {
 	if testing.Short() {
 		seeds = 8
 	}
+	if *stressSeeds > 0 {
+		seeds = *stressSeeds
+	}
 	slept, woke := 0, 0
 	for i := range seeds {
-		seed := uint64(i) + 7000
+		seed := *stressFirst + uint64(i) + 7000
 		run := func(mode napMode, cycles uint64) outcome {
 			o, err := newNapSpec(seed, mode).run(nil, false, []stressStep{{workers: 1, cycles: cycles}})
 			require.NoError(t, err)
@@ -194,10 +202,13 @@ func TestSleepingDifferential(t *testing.T) {
 	if testing.Short() {
 		seeds = 3
 	}
+	if *stressSeeds > 0 {
+		seeds = *stressSeeds
+	}
 	par := max(2, runtime.GOMAXPROCS(0))
 	runs := 0
 	for i := range seeds {
-		seed := uint64(i) + 9000
+		seed := *stressFirst + uint64(i) + 9000
 		n, d := stressSpecSeed(newNapSpec(seed, napAPI), seed, 1, par)
 		runs += n
 		if d != "" {

@@ -231,3 +231,12 @@ func TestSleepingObservation(t *testing.T) {
 		}
 	}
 }
+
+// TestSleepingZeroAllocs: once its lists have grown, the sleeping
+// scheduler allocates nothing per cycle.
+func TestSleepingZeroAllocs(t *testing.T) {
+	s, _ := tokenModel(t, 1000, false)
+	require.NoError(t, s.Run(2000))
+	allocs := testing.AllocsPerRun(20, func() { _ = s.Run(1000) })
+	assert.Zero(t, allocs, "allocations per 1000 cycles")
+}
