@@ -54,7 +54,7 @@ type conn[T any] struct {
 	flane       *frontier.Lane[lmsg[T]] // fan-in destination
 	pushes      uint64                  // total pushes
 	pushCycle   uint64                  // cycle of the last push
-	lim         uint64                  // push count from which full consults the credits; none on a finite-capacity edge
+	lim         uint64                  // push count from which full consults the credits; none on a finite-capacity edge; 0: armed (see arrival)
 	delay       uint32
 	rate        uint32 // 0: unlimited
 	capacity    uint32 // 0: unlimited
@@ -78,9 +78,8 @@ type conn[T any] struct {
 	in        *InPort[T]
 	name      string // "unit.port -> unit.port"
 	id        uint64
-	cur       int  // the connection's cursor on its OutPort's shared broadcast ring; -1: none
-	armed     bool // the receiver sleeps until a message arrives: pushes report to it (see arrival)
-	_         [cacheLine - 57]byte
+	cur       int // the connection's cursor on its OutPort's shared broadcast ring; -1: none
+	_         [cacheLine - 56]byte
 
 	// Receiver side, one cache line: its pop-credit ledger and its view of
 	// the sender's cancels (which holds its copy of the delay).
@@ -219,7 +218,7 @@ func (k *conn[T]) push(c uint64, epoch uint32, v *T) {
 // on a connection armed for a sleeping receiver, whose pushes all come
 // here (see arrival).
 func (k *conn[T]) full(c uint64) bool {
-	if k.armed {
+	if k.lim == 0 {
 		return k.arrival(c)
 	}
 	k.lim = k.credits(c) + UnboundedDepth

@@ -431,11 +431,13 @@ func (p *InPort[T]) nextArrive() uint64 {
 }
 
 // arm makes every push on the port's connections call arrival: lim 0
-// sends push and broadcast to full, which, armed, calls arrival.
+// (which no other state of lim is) sends push and broadcast to full,
+// which then calls arrival. Arming writes only the producer's line, which
+// the receiver's drained shortcut reads too.
 func (p *InPort[T]) arm() {
 	for _, k := range p.conns {
-		if !k.armed {
-			k.armed, k.lim = true, 0
+		if k.lim != 0 {
+			k.lim = 0
 		}
 	}
 }
@@ -445,8 +447,8 @@ func (p *InPort[T]) arm() {
 // arrives, and the run stops at the end of c). The first push after the
 // receiver woke disarms the connection instead, so that waking costs no
 // pass over the receiver's connections: a finite-capacity connection gets
-// back its none, an unlimited one 0, which makes its next push compute the
-// limit again. The receiver's waiting changes only between its ticks (in
+// back its none, an unlimited one 1, which makes its next push compute the
+// limit again (no push can overflow before the first). The receiver's waiting changes only between its ticks (in
 // the parallel engine, between cycles), so it is stable while the sender
 // reads it.
 func (k *conn[T]) arrival(c uint64) bool {
@@ -454,13 +456,12 @@ func (k *conn[T]) arrival(c uint64) bool {
 		return true
 	}
 	if !k.in.u.waiting {
-		k.armed, k.lim = false, 0
+		k.lim = 1
 		if k.capacity != 0 {
 			k.lim = none
 		}
 		return false
 	}
-	k.lim = 0
 	k.out.u.sim.sleep.arrival(k.out.u, k.in.u, c, c+uint64(k.delay))
 	return false
 }
