@@ -31,73 +31,8 @@ func (m *Merger[T]) min() (s int, arrive uint64) {
 	if m.spills > 0 {
 		return m.scanSpilled()
 	}
-	return m.scan()
-}
-
-// scan is min for fewer than heapThreshold lanes and no spill. A first
-// pass collects the non-empty lanes at the cost of one load each, the
-// producer's tail, compared with the mirrored head; a second compares their
-// heads, cached in heads when the consumer has seen them already (only it can
-// change a head). Ranks are in (connID, laneID) order, so the lowest-ranked
-// lane with the smallest arrive wins ties.
-func (m *Merger[T]) scan() (int, uint64) {
-	rings, hd := &m.rings, &m.hd
-	var busy uint32
-	for s := 0; s < m.nscan; s += 4 {
-		i := s & (heapThreshold - 4) // i+3 < heapThreshold: no bounds checks
-		if rings[i].Tail() != hd[i] {
-			busy |= 1 << i
-		}
-		if rings[i+1].Tail() != hd[i+1] {
-			busy |= 2 << i
-		}
-		if rings[i+2].Tail() != hd[i+2] {
-			busy |= 4 << i
-		}
-		if rings[i+3].Tail() != hd[i+3] {
-			busy |= 8 << i
-		}
-	}
-	if busy == 0 {
-		return -1, 0
-	}
-	known := m.known
-	if busy&(busy-1) == 0 {
-		// One non-empty lane (a sparse merge's usual case) is the
-		// minimum; caching a head not yet seen would only be undone by
-		// the pop that usually follows.
-		s := bits.TrailingZeros32(busy) & (heapThreshold - 1)
-		if known&busy != 0 {
-			return s, m.heads[s]
-		}
-		return s, rings[s].Peek().arrive
-	}
-	best, ba := -1, uint64(0)
-	for b := busy; b != 0; b &= b - 1 {
-		s := bits.TrailingZeros32(b) & (heapThreshold - 1)
-		a := m.heads[s]
-		if known&(1<<s) == 0 {
-			a = rings[s].Peek().arrive // non-nil: the tail moved, only we take messages
-			m.heads[s] = a
-			known |= 1 << s
-		}
-		if best < 0 || a < ba {
-			best, ba = s, a
-		}
-	}
-	m.known = known
-	return best, ba
-}
-
-// syncHeads reloads the scan's mirror of every ring's head, after
-// registration or after a flush moved heads without take.
-func (m *Merger[T]) syncHeads() {
-	if m.heapMode {
-		return
-	}
-	for s := range m.srcs {
-		m.hd[s] = m.srcs[s].ring.Head()
-	}
+	s, arrive, _, _ = m.scan(0, false)
+	return s, arrive
 }
 
 // scanSpilled is scan while some lane has a spill: it reads every head
@@ -160,10 +95,14 @@ func (m *Merger[T]) take(s int) item[T] {
 // about a tenth of a pop.
 func (m *Merger[T]) heapPop(s int) item[T] {
 	hl := &m.hot[s]
-	it, _ := hl.ring.TryPop() // non-empty: the heap holds its head
+	r := hl.ring
+	it, _ := r.TryPop() // non-empty: the heap holds its head
 	h := &m.heap
-	// Fact 3 of refresh: read the lane again after every pop.
-	if p := hl.ring.Peek(); p != nil {
+	// Fact 3 of refresh: read the lane again after every pop. Its tail
+	// says whether it is empty, the usual case, in two loads; Peek would
+	// spend as many again on the way to saying so.
+	if r.Tail() != r.Head() {
+		p := r.Peek() // non-nil: the tail is past the head, which only we move
 		if len(h.e) == 1 {
 			h.e[0].arrive = p.arrive
 		} else {
@@ -171,10 +110,13 @@ func (m *Merger[T]) heapPop(s int) item[T] {
 		}
 	} else {
 		hl.inHeap = false
-		if len(h.e) == 1 {
+		if n := len(h.e) - 1; n == 0 {
 			h.e = h.e[:0]
 		} else {
-			h.popTop()
+			// popTop, without its call and its test of n.
+			x := h.e[n]
+			h.e = h.e[:n]
+			h.replaceTop(x)
 		}
 	}
 	return it

@@ -47,7 +47,7 @@ type Merger[T any] struct {
 	// Scan mode: rings[s] is the ring of the lane of rank s, for s below
 	// the lane count rounded up to a multiple of 4 (nscan); the slots past
 	// the last lane hold an empty ring nobody pushes to, so that the scan
-	// reads four lanes per step. Bit s of known says heads[s] is the arrive
+	// reads whole groups of four lanes. Bit s of known says heads[s] is the arrive
 	// cycle of the head of lane s, which only the consumer can change;
 	// hd[s] is the ring's head ticket, which only the consumer moves,
 	// mirrored here so that the scan reads one line per lane (the

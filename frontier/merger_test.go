@@ -1,7 +1,9 @@
 package frontier
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/lanework/lanework/ringbuf"
@@ -132,6 +134,37 @@ func TestTieOrder(t *testing.T) {
 			assert.True(t, a.connID < b.connID || a.connID == b.connID && a.id < b.id,
 				"lanes %d: %d before %d", lanes, a.id, b.id)
 		}
+		assert.True(t, m.Empty())
+	}
+}
+
+// The scan reads lanes in groups of four, entering at the group of the
+// highest lane: every lane count below heapThreshold, every lane alone and
+// all lanes at once must be seen, in key order.
+func TestScanEveryLaneCount(t *testing.T) {
+	for lanes := 1; lanes < heapThreshold; lanes++ {
+		m := New[int]()
+		var ls []*Lane[int]
+		for i := range lanes {
+			l, err := m.AddLane(uint64(i), 4)
+			require.NoError(t, err)
+			ls = append(ls, l)
+		}
+		require.False(t, m.heapMode)
+		for i, l := range ls {
+			require.True(t, l.TryPush(uint64(i), i))
+			assert.Equal(t, []popped{{uint64(i), i}}, drain(m, uint64(i)), "lanes %d, lane %d alone", lanes, i)
+		}
+		// Arrive cycles descend with the lane, two per cycle: the pop order
+		// is by arrive, then by lane.
+		var want []popped
+		for i := lanes - 1; i >= 0; i-- {
+			a := uint64(lanes-1-i) / 2
+			require.True(t, ls[i].TryPush(a, i))
+			want = append(want, popped{a, i})
+		}
+		slices.SortStableFunc(want, func(x, y popped) int { return cmp.Or(cmp.Compare(x.arrive, y.arrive), cmp.Compare(x.v, y.v)) })
+		assert.Equal(t, want, drain(m, uint64(lanes)), "lanes %d", lanes)
 		assert.True(t, m.Empty())
 	}
 }

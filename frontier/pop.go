@@ -33,15 +33,8 @@ func (m *Merger[T]) TryPop(cycle uint64) (v T, arrive uint64, ok bool) {
 	}
 	if m.spills == 0 {
 		// The scan's usual case, without take's spill and heap branches.
-		s, a := m.scan()
-		if s < 0 || a > cycle {
-			return v, 0, false
-		}
-		s &= heapThreshold - 1
-		it, _ := m.rings[s].TryPop() // non-empty: the scan saw its tail move
-		m.hd[s]++
-		m.known &^= 1 << s
-		return it.v, it.arrive, true
+		_, arrive, it, ok := m.scan(cycle, true)
+		return it.v, arrive, ok
 	}
 	s, a := m.scanSpilled()
 	if s < 0 || a > cycle {

@@ -12,6 +12,7 @@ import "encoding/binary"
 //	"S" + tx id              snapshot manifest (msgpack + CRC32C) of the state after tx id
 //	"C" + tx id + chunk no.  snapshot chunk (fixed binary + CRC32C)
 //	"D" + first tx id        durable idempotency index: a run of (tx id, user ref) (refindex.go)
+//	"F"                      first tx whose ref the index holds, if it was on ever since (u64 + CRC32C)
 //	"R" + Unix ns            a truncation by ledger recover (truncate.go)
 const (
 	prefixMeta       = 'M'
@@ -21,6 +22,7 @@ const (
 	prefixSnapshot   = 'S'
 	prefixChunk      = 'C'
 	prefixDedup      = 'D'
+	prefixDedupFrom  = 'F'
 	prefixTruncation = 'R'
 )
 
@@ -28,6 +30,7 @@ var (
 	metaKey      = []byte{prefixMeta}
 	newestSegKey = []byte{prefixNewest}
 	oldestSegKey = []byte{prefixOldest}
+	dedupFromKey = []byte{prefixDedupFrom}
 )
 
 func idKey(prefix byte, id uint64) []byte {

@@ -2,8 +2,10 @@ package ledger
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"math/rand/v2"
@@ -14,69 +16,122 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lanework/lanework/ledger/internal/wal"
 	"github.com/stretchr/testify/require"
 )
 
 // The soak runs many more trials: make soak passes -ledger.kill-trials.
 var killTrials = flag.Int("ledger.kill-trials", 20, "kill -9 trials in TestKill9")
 
-// Must match internal/crashload.
-const (
-	crashloadAccounts      = 64
-	crashloadSnapshotEvery = 2000
-	crashloadSegmentSize   = 1 << 20
-)
+// killCfg is the configuration of the kill test, passed to
+// internal/crashload as flags. Segments are the smallest allowed and the
+// unacknowledged load fills one in a few group commits, snapshots are
+// frequent and both retentions short, so that kills land in segment
+// rollovers, in retention's removal of old segments and in the pruning of
+// the idempotency index, and Open recovers from each. WALRetention stays
+// well above what one trial writes (killUnackedMax plus the acknowledged
+// load of at most 65 ms), so that the duplicate scan, which resumes where
+// the previous trial's ended, still finds every transaction.
+var killCfg = Config{MaxAccounts: 64, SnapshotEvery: 1000, WALRetention: 20_000, WALSegmentSize: 256 << 10,
+	DedupWindow: 1024, DedupRetentionTxs: 8192}
+
+// killUnackedMax bounds crashload's unacknowledged load per trial.
+const killUnackedMax = 8192
+
+func crashloadArgs(c Config) []string {
+	return []string{"-dir", c.Dir,
+		"-accounts", strconv.FormatUint(c.MaxAccounts, 10),
+		"-snapshot-every", strconv.FormatInt(c.SnapshotEvery, 10),
+		"-wal-retention", strconv.FormatInt(c.WALRetention, 10),
+		"-segment-size", strconv.FormatInt(c.WALSegmentSize, 10),
+		"-dedup-window", strconv.FormatUint(c.DedupWindow, 10),
+		"-dedup-retention-txs", strconv.FormatUint(c.DedupRetentionTxs, 10),
+		"-unacked-max", strconv.Itoa(killUnackedMax)}
+}
 
 // TestKill9 runs internal/crashload against one directory, SIGKILLs it at a
 // random moment, reopens the directory and checks, trial after trial, that
 // every transaction the helper saw acknowledged survives exactly as
-// acknowledged, no UserRef is applied twice, balances sum to zero and replay
-// consistently (Verify), and an acknowledged UserRef is still a Duplicate.
+// acknowledged (or, once WAL retention removed it, is still at or below
+// Committed), no UserRef is applied twice within the idempotency retention,
+// balances sum to zero and replay consistently (Verify), and an
+// acknowledged UserRef within the retention is still a Duplicate.
 func TestKill9(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "crashload")
 	build := exec.Command("go", "build", "-o", bin, "./internal/crashload")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
-	dir := t.TempDir()
-	cfg := Config{Dir: dir, MaxAccounts: crashloadAccounts, SnapshotEvery: crashloadSnapshotEvery, WALRetention: -1, WALSegmentSize: crashloadSegmentSize,
-		RingSize: 1024} // not persisted; small rings open faster under -race
+	cfg := killCfg
+	cfg.Dir = t.TempDir()
+	args := crashloadArgs(cfg)
+	cfg.RingSize = 1024 // not persisted; small rings open faster under -race
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed) // kill points differ every run; the seed names them
 	rng := rand.New(rand.NewPCG(seed, 9))
 	acked := map[TxID]Result{}
 	chk := &killChecker{cfg: cfg, acked: acked, orig: map[uint64]uint64{}}
-	var total, beforeReady, maxRecovered int
+	var total, beforeReady, maxRecovered, maxGrowth int
 	for trial := 1; trial <= *killTrials; trial++ {
-		cmd := exec.Command(bin, "-dir", dir, "-seed", strconv.FormatUint(rng.Uint64(), 10), "-run", strconv.Itoa(trial))
+		cmd := exec.Command(bin, append(args, "-seed", strconv.FormatUint(rng.Uint64(), 10), "-run", strconv.Itoa(trial))...)
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(t, err)
 		require.NoError(t, cmd.Start())
-		lines := make(chan []byte, 1024)
+		lines := make(chan []byte, 1<<16)
 		go readLines(stdout, lines)
-		early := rng.IntN(8) == 0 // sometimes kill during Open (recovery)
-		if early {
-			time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
-			beforeReady++
-		} else {
-			select {
-			case first, ok := <-lines:
-				require.True(t, ok && string(first) == "ready", "helper did not start: %q", first)
-			case <-time.After(time.Minute):
-				_ = cmd.Process.Kill()
-				t.Fatal("helper not ready after a minute")
-			}
-			time.Sleep(time.Duration(5+rng.IntN(60)) * time.Millisecond) // the kill point: the test's input
-		}
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		var trialAcks []Result
-		for line := range lines { // closes when the pipe does
-			if string(line) == "ready" {
-				continue
+		// take handles one line: an acknowledgement is kept, progress
+		// ("unacked N": N unacknowledged deposits committed) returned.
+		take := func(line []byte) (progress int, ok bool) {
+			if n, found := bytes.CutPrefix(line, []byte("unacked ")); found {
+				p, err := strconv.Atoi(string(n))
+				require.NoError(t, err, "%q", line)
+				return p, true
 			}
 			var r Result
 			require.NoError(t, json.Unmarshal(line, &r), "%q", line)
 			trialAcks = append(trialAcks, r)
+			return 0, false
+		}
+		// await reads lines until one satisfies done.
+		await := func(what string, done func(line []byte) bool) {
+			timeout := time.After(time.Minute)
+			for {
+				select {
+				case line, ok := <-lines:
+					require.True(t, ok, "helper exited before %s", what)
+					if done(line) {
+						return
+					}
+				case <-timeout:
+					_ = cmd.Process.Kill()
+					t.Fatalf("helper not at %s after a minute", what)
+				}
+			}
+		}
+		// The kill point, the test's input: during Open (recovery); a
+		// random time into the load; or a random point of the
+		// unacknowledged load's progress, which spreads kills over its
+		// rollovers and retention on a fast machine and a loaded one alike.
+		switch mode := rng.IntN(8); {
+		case mode == 0:
+			time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
+			beforeReady++
+		case mode < 4:
+			await("ready", func(line []byte) bool { return string(line) == "ready" })
+			time.Sleep(time.Duration(5+rng.IntN(60)) * time.Millisecond)
+		default:
+			await("ready", func(line []byte) bool { return string(line) == "ready" })
+			target := rng.IntN(killUnackedMax)
+			await("its kill point", func(line []byte) bool { p, ok := take(line); return ok && p >= target })
+			time.Sleep(time.Duration(rng.IntN(4000)) * time.Microsecond)
+		}
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		for line := range lines { // closes when the pipe does
+			if string(line) != "ready" {
+				take(line)
+			}
 		}
 		err = cmd.Wait()
 		var ee *exec.ExitError
@@ -90,10 +145,17 @@ func TestKill9(t *testing.T) {
 		total += len(trialAcks)
 		// Full replay checks (Verify) on every 5th and the last trial.
 		full := trial%5 == 0 || trial == *killTrials
-		maxRecovered = max(maxRecovered, chk.check(t, trialAcks, full))
+		n := chk.check(t, trialAcks, full)
+		maxGrowth = max(maxGrowth, n-maxRecovered)
+		maxRecovered = max(maxRecovered, n)
 	}
-	t.Logf("kill -9: %d trials (%d during Open), %d acknowledged transactions, 0 lost or duplicated; largest ledger %d tx",
-		*killTrials, beforeReady, total, maxRecovered)
+	t.Logf("kill -9: %d trials (%d during Open), %d acknowledged transactions, 0 lost or duplicated; largest ledger %d tx, at most %d tx per trial",
+		*killTrials, beforeReady, total, maxRecovered, maxGrowth)
+	t.Logf("WAL: the killed runs created %d segments and retention removed %d; %d trials rolled over, %d removed segments, %d left a segment unborn; idempotency: %d refs expired and applied again; %d acknowledged tx no longer in the WAL",
+		chk.created, chk.removed, chk.rolled, chk.pruned, chk.unborn, chk.reapplied, chk.gone)
+	require.Positive(t, chk.rolled, "no trial rolled over a segment: the load is too light for the segment size")
+	require.Positive(t, chk.pruned, "no trial removed a segment: WAL retention never ran")
+	require.Positive(t, chk.reapplied, "no ref outlived DedupRetentionTxs: the idempotency index was never pruned")
 }
 
 // readLines sends every complete line; a line cut short by the kill was
@@ -116,8 +178,15 @@ func readLines(r io.Reader, out chan<- []byte) {
 type killChecker struct {
 	cfg     Config
 	acked   map[TxID]Result
-	orig    map[uint64]uint64 // UserRef -> original tx
+	orig    map[uint64]uint64 // UserRef -> original tx (the latest, once one expired)
 	scanned uint64
+	// What the trials did to the WAL, from its segment files.
+	segs                   []wal.Segment // after the previous check
+	created, removed       int
+	rolled, pruned, unborn int
+	// reapplied counts refs executed again after DedupRetentionTxs; gone,
+	// acknowledged transactions WAL retention removed.
+	reapplied, gone int
 }
 
 // check reopens the directory and checks every property against this
@@ -125,14 +194,23 @@ type killChecker struct {
 // number of transactions in the ledger.
 func (k *killChecker) check(t *testing.T, trialAcks []Result, full bool) int {
 	t.Helper()
+	k.countSegments(t)
 	l, err := Open(k.cfg)
 	require.NoError(t, err)
 	x, err := l.Indexes()
 	require.NoError(t, err)
 	require.True(t, x.Snapshot == x.Committed && x.Committed == x.Computed && x.Computed == x.Sequenced, "%+v", x)
+	// Retention removes nothing above the persisted snapshot (<= Committed)
+	// minus WALRetention.
+	kept := x.Committed - min(x.Committed, TxID(k.cfg.WALRetention))
 	checkAck := func(want Result) {
 		require.LessOrEqual(t, want.ID, x.Committed, "acknowledged tx %d lost", want.ID)
 		got, err := l.Result(want.ID)
+		if errors.Is(err, ErrNotFound) && want.ID <= kept {
+			k.gone++
+			delete(k.acked, want.ID) // nothing left to compare it with
+			return
+		}
 		require.NoError(t, err)
 		if len(want.Entries) == 0 {
 			want.Entries = nil
@@ -150,15 +228,29 @@ func (k *killChecker) check(t *testing.T, trialAcks []Result, full bool) int {
 		checkAck(r)
 		checked++
 	}
-	// Nothing applied twice: every UserRef has at most one original.
-	require.NoError(t, scanLedgerWAL(l, k.scanned+1, func(tx *walTx) error {
-		if tx.userRef != 0 && tx.fail != Duplicate {
-			o, seen := k.orig[tx.userRef]
-			require.False(t, seen, "UserRef %d applied twice (tx %d and %d)", tx.userRef, o, tx.id)
-			k.orig[tx.userRef] = tx.id
+	// Nothing applied twice within the retention: a ref's transactions
+	// other than Duplicates are more than DedupRetentionTxs apart, and a
+	// Duplicate names the latest of them.
+	retain := k.cfg.DedupRetentionTxs
+	res, err := scanWAL(&l.cfg, k.scanned+1, func(tx *walTx) error {
+		if tx.userRef == 0 {
+			return nil
 		}
+		o, seen := k.orig[tx.userRef]
+		if tx.fail == Duplicate {
+			require.True(t, seen && tx.dupOf == o, "tx %d: Duplicate of tx %d, the original of ref %d is tx %d", tx.id, tx.dupOf, tx.userRef, o)
+			require.LessOrEqual(t, tx.id-o, retain, "tx %d: Duplicate of tx %d, past the retention", tx.id, o)
+			return nil
+		}
+		if seen {
+			require.Greater(t, tx.id-o, retain, "UserRef %d applied twice (tx %d and %d)", tx.userRef, o, tx.id)
+			k.reapplied++
+		}
+		k.orig[tx.userRef] = tx.id
 		return nil
-	}))
+	})
+	require.NoError(t, err)
+	require.LessOrEqual(t, res.First, k.scanned+1, "WAL retention removed transactions the duplicate scan had not read: raise killCfg.WALRetention")
 	k.scanned = uint64(x.Committed)
 	cfg := k.cfg
 	var sum int64
@@ -168,27 +260,76 @@ func (k *killChecker) check(t *testing.T, trialAcks []Result, full bool) int {
 		sum += b
 	}
 	require.Zero(t, sum)
-	// An acknowledged original is still recognised.
+	// An acknowledged original is still recognised within the retention,
+	// and executed again after it: three refs of this trial, two older.
 	ctx := context.Background()
-	resubmitted := 0
-	for _, r := range trialAcks {
-		if r.UserRef == 0 || r.Fail == Duplicate || resubmitted == 3 {
-			continue
-		}
+	resubmit := func(r Result) {
+		o := k.orig[r.UserRef] // r.ID, or a later execution once r's expired
 		res, err := l.SubmitAndWait(ctx, Deposit{Account: 1, Amount: 1, UserRef: r.UserRef}, Committed)
 		require.NoError(t, err)
-		require.Equal(t, Duplicate, res.Fail)
-		require.Equal(t, r.ID, res.DupOf)
-		resubmitted++
+		if uint64(res.ID)-o <= retain {
+			require.Equal(t, Duplicate, res.Fail, "tx %d: ref of tx %d within the retention", res.ID, o)
+			require.Equal(t, TxID(o), res.DupOf)
+		} else {
+			require.NotEqual(t, Duplicate, res.Fail, "tx %d: ref of tx %d past the retention", res.ID, o)
+		}
+	}
+	resubmitted := 0
+	for _, r := range trialAcks {
+		if r.UserRef != 0 && r.Fail != Duplicate && resubmitted < 3 {
+			resubmit(r)
+			resubmitted++
+		}
+	}
+	for _, r := range k.acked { // map order: random
+		if r.UserRef != 0 && r.Fail != Duplicate && resubmitted < 5 {
+			resubmit(r)
+			resubmitted++
+		}
 	}
 	x, err = l.Indexes()
 	require.NoError(t, err)
-	k.scanned = uint64(x.Committed) // the resubmissions are durable too
 	require.NoError(t, l.Close())
+	// The resubmissions are durable too; the next scan reads them.
 	if full {
 		rep, err := verifyDir(nil, cfg.Dir)
 		require.NoError(t, err)
-		require.True(t, rep.FromZero || rep.LastTx == 0, "%+v", rep)
+		n := len(rep.Snapshots)
+		require.True(t, rep.FromZero || rep.LastTx == 0 || (n > 0 && rep.Snapshots[n-1].Replayed), "%+v", rep)
 	}
+	k.segs, _, err = listSegments(vfs.Default, cfg.Dir)
+	require.NoError(t, err)
 	return int(x.Committed)
+}
+
+// countSegments compares the WAL's segment files after a kill with those
+// the previous check left: segments the killed process created beyond the
+// one its Open started are rollovers, and a higher oldest segment is
+// retention at work.
+func (k *killChecker) countSegments(t *testing.T) {
+	segs, _, err := listSegments(vfs.Default, k.cfg.Dir)
+	require.NoError(t, err)
+	if len(segs) == 0 {
+		return
+	}
+	var prevNewest, prevOldest uint64
+	if n := len(k.segs); n > 0 {
+		prevOldest, prevNewest = k.segs[0].Seq, k.segs[n-1].Seq
+	}
+	newest := segs[len(segs)-1].Seq
+	if made := int(newest - prevNewest); made > 0 {
+		k.created += made
+		if made > 1 {
+			k.rolled++
+		}
+	}
+	if prevOldest != 0 && segs[0].Seq > prevOldest {
+		k.removed += int(segs[0].Seq - prevOldest)
+		k.pruned++
+	}
+	res, err := wal.Scan(walOptions(&k.cfg, nil), wal.Bounds{}, ^uint64(0), func(wal.Segment, int64, []byte) error { return nil })
+	require.NoError(t, err)
+	if res.Unborn != "" {
+		k.unborn++
+	}
 }

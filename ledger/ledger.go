@@ -190,6 +190,9 @@ func Open(cfg Config) (*Ledger, error) {
 			return nil, err
 		}
 		rs.dedup = &dedup{idx: idx} // it replaces the window's map
+	} else if err := markDedupOff(db); err != nil {
+		db.Close()
+		return nil, err
 	}
 	if n := len(truncs); n > 0 {
 		t := truncs[n-1]

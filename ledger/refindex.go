@@ -281,27 +281,44 @@ func readRuns(db *pebble.DB) ([]runInfo, error) {
 func loadRefIndex(db *pebble.DB, cfg *Config, rs *recovered, runs []runInfo, now int64) (*refIndex, error) {
 	keep := retentionOf(cfg)
 	next := rs.last + 1
-	// Entries after the last transaction kept belong to a torn tail Open
-	// dropped: its ids will be used again.
-	if n := len(runs); n > 0 && runs[n-1].last > rs.last {
+	// The refs of the transactions replayed after the loaded snapshot are
+	// written again below: cut the runs after it first, so that no
+	// transaction is in two runs (a crash may have left runs of the
+	// Snapshotter's batches after the snapshot, cut at other ids). Entries
+	// after the last transaction kept belong to a torn tail Open dropped:
+	// its ids will be used again, so that cut is synced.
+	if n := len(runs); n > 0 && runs[n-1].last > rs.snapshot {
+		sync := pebble.NoSync
+		if runs[n-1].last > rs.last {
+			sync = pebble.Sync
+		}
 		b := db.NewBatch()
-		err := cutRuns(db, b, rs.last)
+		err := cutRuns(db, b, rs.snapshot)
 		if err == nil {
-			err = b.Commit(pebble.Sync)
+			err = b.Commit(sync)
 		}
 		if err = errors.Join(err, b.Close()); err != nil {
 			return nil, fmt.Errorf("ledger: cut dedup index: %w", err)
 		}
-		for n > 0 && runs[n-1].first > rs.last {
+		for n > 0 && runs[n-1].first > rs.snapshot {
 			n--
 		}
 		runs = runs[:n]
 		if n > 0 {
 			r := &runs[n-1]
-			for len(r.entries) > 0 && binary.LittleEndian.Uint64(r.entries[len(r.entries)-refRunEntry:]) > rs.last {
+			for len(r.entries) > 0 && binary.LittleEndian.Uint64(r.entries[len(r.entries)-refRunEntry:]) > rs.snapshot {
 				r.entries = r.entries[:len(r.entries)-refRunEntry]
 			}
 			r.last = binary.LittleEndian.Uint64(r.entries[len(r.entries)-refRunEntry:])
+		}
+	}
+	// The index holds every ref from its first Open on: one with the index
+	// off deletes the key (markDedupOff), and verify checks no further back.
+	if from, err := readDedupFrom(db); err != nil {
+		return nil, err
+	} else if from == 0 {
+		if err := db.Set(dedupFromKey, sealRecord(binary.LittleEndian.AppendUint64(nil, rs.snapshot+1)), pebble.NoSync); err != nil {
+			return nil, fmt.Errorf("ledger: write dedup index start: %w", err)
 		}
 	}
 	drop := 0
@@ -356,6 +373,39 @@ func loadRefIndex(db *pebble.DB, cfg *Config, rs *recovered, runs []runInfo, now
 	}
 	rs.replayedRefs = nil
 	return x, nil
+}
+
+// readDedupFrom returns the first transaction whose ref the index holds
+// (if non-duplicate and covered by a snapshot, and not pruned), or 0 if
+// unknown: the index was off at some Open since, or never on.
+func readDedupFrom(db *pebble.DB) (uint64, error) {
+	v, closer, err := db.Get(dedupFromKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("ledger: read dedup index start: %w", err)
+	}
+	defer closer.Close()
+	body, err := openRecord(v)
+	if err == nil && len(body) != 8 {
+		err = fmt.Errorf("%d-byte value", len(body))
+	}
+	if err != nil {
+		return 0, &CorruptError{Key: clone(dedupFromKey), Reason: "dedup index start: " + err.Error()}
+	}
+	return binary.LittleEndian.Uint64(body), nil
+}
+
+// markDedupOff records that an Open runs without the index: the
+// Snapshotter writes no runs, so the index no longer holds every ref. The
+// deletion is durable before any snapshot that covers a missing ref (its
+// manifest is a synced write after it).
+func markDedupOff(db *pebble.DB) error {
+	if err := db.Delete(dedupFromKey, pebble.NoSync); err != nil {
+		return fmt.Errorf("ledger: write dedup index start: %w", err)
+	}
+	return nil
 }
 
 // cutRuns deletes the idempotency-index entries of transactions after the

@@ -48,7 +48,8 @@ type snapshotCheck struct {
 // record; every WAL batch's checksum and structure; contiguous transaction
 // ids; the zero sum of every transaction; that every entry's resulting
 // balance continues the account's previous one; every snapshot, and that it
-// equals the WAL replay up to its transaction. It reads past damage to find
+// equals the WAL replay up to its transaction; the durable idempotency index
+// against the WAL's refs (refCheck). It reads past damage to find
 // all of it. The error is nil if the report has no findings; otherwise it
 // joins the findings (each a *CorruptError, matching ErrCorrupt). Errors
 // opening the directory are returned with a nil report; a directory of
@@ -70,10 +71,15 @@ func verifyDir(fs vfs.FS, dir string) (*verifyReport, error) {
 	if err := v.loadSnapshots(db); err != nil {
 		return nil, err
 	}
-	if err := v.scan(fs, dir, db); err != nil {
+	refs, err := newRefCheck(v, db)
+	if err != nil {
 		return nil, err
 	}
-	if err := v.checkRuns(db); err != nil {
+	err = v.scan(fs, dir, db, refs)
+	if cerr := refs.finish(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return nil, err
 	}
 	if v.rep.truncations, err = readTruncations(db); err != nil {
@@ -195,23 +201,6 @@ func (v *verifier) loadSnapshots(db *pebble.DB) error {
 	return it.Error()
 }
 
-// checkRuns checks every run of the idempotency index as Open reads them.
-// (Entries after the WAL's last transaction, of a torn tail, Open drops.)
-func (v *verifier) checkRuns(db *pebble.DB) error {
-	it, err := prefixIter(db, prefixDedup)
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		r, err := decodeRun(it.Key(), it.Value())
-		if err != nil {
-			v.finding(keyLoc(it.Key()), r.first, r.last, "dedup index: %v", err)
-		}
-	}
-	return it.Error()
-}
-
 // coveredTo is the highest transaction a valid snapshot proves was synced.
 func (v *verifier) coveredTo() uint64 {
 	var c uint64
@@ -316,7 +305,7 @@ func (v *verifier) closeWindows() {
 	}
 }
 
-func (v *verifier) scan(fs vfs.FS, dir string, db *pebble.DB) error {
+func (v *verifier) scan(fs vfs.FS, dir string, db *pebble.DB, refs *refCheck) error {
 	bounds, err := readBounds(db)
 	if err != nil {
 		var ce *CorruptError
@@ -343,7 +332,7 @@ func (v *verifier) scan(fs vfs.FS, dir string, db *pebble.DB) error {
 		at := loc{file: walDir + "/" + seg.Name(), off: off}
 		b, err := openBatch(p) // Scan verified it
 		if err == nil {
-			err = v.batch(&b, &t, expect, at, want, walRefs, refOf)
+			err = v.batch(&b, &t, expect, at, want, walRefs, refOf, refs)
 		}
 		if err != nil {
 			return &CorruptError{File: at.file, Offset: off, FirstTx: TxID(b.first), LastTx: TxID(b.last()), Reason: err.Error()}
@@ -376,7 +365,7 @@ func (v *verifier) scan(fs vfs.FS, dir string, db *pebble.DB) error {
 
 // batch replays one checksum-valid batch, recording findings for ids and
 // balances that do not continue. Its error means the batch is undecodable.
-func (v *verifier) batch(b *batchReader, t *walTx, expect uint64, key loc, want map[uint64]bool, walRefs map[uint64]uint64, refOf func(uint64) (uint64, bool)) error {
+func (v *verifier) batch(b *batchReader, t *walTx, expect uint64, key loc, want map[uint64]bool, walRefs map[uint64]uint64, refOf func(uint64) (uint64, bool), refs *refCheck) error {
 	// Decode the whole batch first: an undecodable batch changes nothing.
 	c := *b
 	for {
@@ -428,6 +417,7 @@ func (v *verifier) batch(b *batchReader, t *walTx, expect uint64, key loc, want 
 			}
 			v.learn(e.Account, e.Balance)
 		}
+		refs.tx(t, key)
 		if want[t.id] {
 			ref := t.userRef
 			if t.fail == Duplicate {

@@ -44,7 +44,9 @@ func Example() {
 	if _, err := c.SubmitAndWait(ctx, ledger.Deposit{Account: 1, Amount: 100}, ledger.Committed); err != nil {
 		log.Fatal(err)
 	}
-	r, err := c.SubmitAndWait(ctx, ledger.Transfer{From: 1, To: 2, Amount: 30}, ledger.Committed)
+	// Balance reads show what the Snapshotter has applied: wait for the
+	// Snapshot level to read this write back.
+	r, err := c.SubmitAndWait(ctx, ledger.Transfer{From: 1, To: 2, Amount: 30}, ledger.Snapshot)
 	if err != nil {
 		log.Fatal(err)
 	}

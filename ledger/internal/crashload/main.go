@@ -1,13 +1,20 @@
 // Command crashload drives load against a ledger until it is killed. It is
 // built and run by the ledger's kill -9 test, never installed.
 //
-// It opens the ledger in -dir, prints "ready", then runs -workers goroutines
-// submitting deposits, withdrawals, transfers, composites and resubmissions
-// of their own acknowledged UserRefs, each with SubmitAndWait(Committed).
+// It opens the ledger in -dir with the configuration its flags give (the
+// test passes its own, so both open the directory alike), prints "ready",
+// then runs -workers goroutines submitting deposits, withdrawals,
+// transfers, composites and resubmissions of their own acknowledged
+// UserRefs, each with SubmitAndWait(Committed).
 // Every acknowledged result is written to stdout as one JSON line (a
 // ledger.Result) in a single write, so whatever the parent has read when it
 // sends SIGKILL was acknowledged. One more goroutine submits unacknowledged
-// batches, so the kill also lands on work in flight.
+// // batches of -unacked deposits, up to -unacked-max in all (so that a run
+// adds a bounded number of transactions), so the kill also lands on work in
+// flight, and the WAL fills segments fast enough that kills land in
+// rollovers and in retention's removal of old segments. It reports its
+// progress as lines "unacked N" (N deposits committed), so that the test can
+// place kills by progress as well as by time.
 package main
 
 import (
@@ -22,21 +29,24 @@ import (
 	"github.com/lanework/lanework/ledger"
 )
 
-// Config the parent reopens with: keep in sync with kill9_test.go.
-const (
-	maxAccounts   = 64
-	snapshotEvery = 2000
-	// segmentSize is small so that kills land in segment rollovers too.
-	segmentSize = 1 << 20
-)
-
 func main() {
 	dir := flag.String("dir", "", "ledger directory")
 	seed := flag.Uint64("seed", 1, "random seed")
 	run := flag.Uint64("run", 1, "run number: the high bits of every UserRef")
 	workers := flag.Int("workers", 4, "acknowledging submitters")
+	unacked := flag.Int("unacked", 256, "deposits per unacknowledged batch")
+	unackedMax := flag.Int("unacked-max", 8192, "unacknowledged deposits per run, at most")
+	var cfg ledger.Config
+	flag.Uint64Var(&cfg.MaxAccounts, "accounts", 64, "Config.MaxAccounts")
+	flag.Int64Var(&cfg.SnapshotEvery, "snapshot-every", 0, "Config.SnapshotEvery")
+	flag.Int64Var(&cfg.WALRetention, "wal-retention", 0, "Config.WALRetention")
+	flag.Int64Var(&cfg.WALSegmentSize, "segment-size", 0, "Config.WALSegmentSize")
+	flag.Uint64Var(&cfg.DedupWindow, "dedup-window", 0, "Config.DedupWindow")
+	flag.Uint64Var(&cfg.DedupRetentionTxs, "dedup-retention-txs", 0, "Config.DedupRetentionTxs")
 	flag.Parse()
-	l, err := ledger.Open(ledger.Config{Dir: *dir, MaxAccounts: maxAccounts, SnapshotEvery: snapshotEvery, WALRetention: -1, WALSegmentSize: segmentSize})
+	cfg.Dir = *dir
+	maxAccounts := cfg.MaxAccounts
+	l, err := ledger.Open(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crashload:", err)
 		os.Exit(2)
@@ -55,11 +65,11 @@ func main() {
 	}
 	os.Stdout.WriteString("ready\n")
 	for w := range *workers {
-		go work(l, rand.New(rand.NewPCG(*seed, uint64(w))), *run<<40|uint64(w)<<32, ack)
+		go work(l, maxAccounts, rand.New(rand.NewPCG(*seed, uint64(w))), *run<<40|uint64(w)<<32, ack)
 	}
 	go func() { // unacknowledged load
-		ops := make([]ledger.Op, 8)
-		for i := 0; ; i++ {
+		ops := make([]ledger.Op, *unacked)
+		for i := 0; i < *unackedMax; i += len(ops) {
 			for j := range ops {
 				ops[j] = ledger.Deposit{Account: 1 + uint64(i+j)%(maxAccounts-1), Amount: 1}
 			}
@@ -70,12 +80,15 @@ func main() {
 			if err != nil {
 				return
 			}
+			mu.Lock()
+			fmt.Fprintf(os.Stdout, "unacked %d\n", i+len(ops))
+			mu.Unlock()
 		}
 	}()
 	select {} // until killed
 }
 
-func work(l *ledger.Ledger, rng *rand.Rand, refBase uint64, ack func(ledger.Result)) {
+func work(l *ledger.Ledger, maxAccounts uint64, rng *rand.Rand, refBase uint64, ack func(ledger.Result)) {
 	acct := func() uint64 { return 1 + rng.Uint64N(maxAccounts-1) }
 	var refs []uint64 // acknowledged original refs, for resubmission
 	for n := uint64(1); ; n++ {
