@@ -240,3 +240,26 @@ func TestSleepingZeroAllocs(t *testing.T) {
 	allocs := testing.AllocsPerRun(20, func() { _ = s.Run(1000) })
 	assert.Zero(t, allocs, "allocations per 1000 cycles")
 }
+
+// TestSleepingWideFanIn: a sleeping unit behind a fan-in of 40
+// connections (frontier's heap mode) wakes at each arrival.
+func TestSleepingWideFanIn(t *testing.T) {
+	for _, w := range []int{1, 2, 3} {
+		s := chronon.New()
+		z := &dozer{plan: func(uint64) (uint64, bool) { return 0, true }}
+		require.NoError(t, s.Add("z", z))
+		want := []uint64{0}
+		for i := range 40 {
+			p := &pulser{at: map[uint64]bool{uint64(5 * i): true}}
+			require.NoError(t, s.Add(fmt.Sprint("p", i), p))
+			require.NoError(t, chronon.Connect(&p.Out, &z.In, chronon.Delay(1+i%3), chronon.Capacity(2)))
+			want = append(want, uint64(5*i+1+i%3))
+		}
+		require.NoError(t, s.Build())
+		s.SetParallelThreshold(0)
+		require.NoError(t, s.SetWorkers(w))
+		require.NoError(t, s.Run(300))
+		assert.Equal(t, want, z.ticks, "%d workers", w)
+		assert.Len(t, z.got, 40)
+	}
+}
