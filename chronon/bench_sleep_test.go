@@ -120,15 +120,19 @@ func TestTokenModelIdentical(t *testing.T) {
 }
 
 // BenchmarkSleeping runs the 10,000-node token model with sleeping nodes
-// and with every node ticking every cycle; ns/op is per simulated cycle.
+// and with every node ticking every cycle, sequentially, and the sleeping
+// one on the parallel engine with 2 workers (uncalibrated); ns/op is per
+// simulated cycle.
 func BenchmarkSleeping(b *testing.B) {
-	for _, self := range []bool{false, true} {
-		name := "sleeping"
-		if self {
-			name = "ticking"
-		}
-		b.Run(name, func(b *testing.B) {
-			s, ns := tokenModel(b, 10000, self)
+	for _, tc := range []struct {
+		name    string
+		self    bool
+		workers int
+	}{{"sleeping", false, 1}, {"ticking", true, 1}, {"sleeping-parallel", false, 2}} {
+		b.Run(tc.name, func(b *testing.B) {
+			s, ns := tokenModel(b, 10000, tc.self)
+			s.SetParallelThreshold(0)
+			require.NoError(b, s.SetWorkers(tc.workers))
 			require.NoError(b, s.Run(256))
 			b.ReportAllocs()
 			b.ResetTimer()
