@@ -95,14 +95,10 @@ func (m *Merger[T]) take(s int) item[T] {
 // about a tenth of a pop.
 func (m *Merger[T]) heapPop(s int) item[T] {
 	hl := &m.hot[s]
-	r := hl.ring
-	it, _ := r.TryPop() // non-empty: the heap holds its head
+	it, _ := hl.ring.TryPop() // non-empty: the heap holds its head
 	h := &m.heap
-	// Fact 3 of refresh: read the lane again after every pop. Its tail
-	// says whether it is empty, the usual case, in two loads; Peek would
-	// spend as many again on the way to saying so.
-	if r.Tail() != r.Head() {
-		p := r.Peek() // non-nil: the tail is past the head, which only we move
+	// Fact 3 of refresh: read the lane again after every pop.
+	if p := hl.ring.Peek(); p != nil {
 		if len(h.e) == 1 {
 			h.e[0].arrive = p.arrive
 		} else {
