@@ -14,7 +14,7 @@ BENCHSTAT   = $(shell cd $(LINTMOD) && GOWORK=off go tool -n benchstat)
 COUNT ?= 5
 BENCH ?= .
 
-.PHONY: test race norace consumer plot-test plots plot-data vet staticcheck lint bench fmt-check tidy tidy-check modules gowork-off release run fuzz soak
+.PHONY: cluster test race norace consumer plot-test plots plot-data vet staticcheck lint bench fmt-check tidy tidy-check modules gowork-off release run fuzz soak
 
 ## test: vet, staticcheck, the race-enabled tests of every module, and the
 ## consumer test (THE test command).
@@ -87,6 +87,10 @@ release:
 modules:
 	@echo $(MODULES)
 
+## cluster: start a local 3-replica cluster (raft on 127.0.0.1:7101-7103, HTTP on 7201-7203) in ./cluster-data.
+cluster:
+	cd tools && go run ./cmd/ledger cluster demo --dir $(ROOT)/cluster-data
+
 ## run: start `ledger serve` on ./data with default settings (Ctrl-C stops it cleanly).
 run:
 	cd tools && go run ./cmd/ledger serve --dir $(ROOT)/data
@@ -100,5 +104,9 @@ fuzz:
 
 ## soak: kill -9 the ledger SOAK_TRIALS times mid-load and check every acknowledged transaction.
 SOAK_TRIALS ?= 200
+## and the replicated ledger: CLUSTER_TRIALS leader kills, and as many partition runs.
+CLUSTER_TRIALS ?= 20
 soak:
 	cd ledger && go test -run '^TestKill9$$' -count=1 -v -timeout 60m . -args -ledger.kill-trials=$(SOAK_TRIALS)
+	cd ledgercluster && LEDGERCLUSTER_TRIALS=$(CLUSTER_TRIALS) go test -run '^TestFailoverKill9$$' -count=1 -v -timeout 30m .
+	cd ledgercluster && go test -run '^TestPartitionMinorityLeader$$' -count=$(CLUSTER_TRIALS) -timeout 30m .

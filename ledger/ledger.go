@@ -71,8 +71,8 @@ type Ledger struct {
 	_         pad
 
 	// Waiters, released by the stage that advances their level.
-	waits [Snapshot + 1]waitList // Wait calls, indexed by Level
-	fns   fnList                 // SubmitFunc and SubmitAndWait deliveries not yet made
+	waits [Replicated + 1]waitList // Wait calls, indexed by Level
+	fns   fnList                   // SubmitFunc and SubmitAndWait deliveries not yet made
 
 	// Stopping. halt mirrors failedBit on a line of its own: stages poll
 	// it on every empty iteration, and state is written twice by every
@@ -125,13 +125,17 @@ type Ledger struct {
 	err       error // first storage error
 	closeOnce sync.Once
 	closeErr  error
+
+	rep replication // replicate.go
 }
 
 // Open validates cfg, opens (or creates) the directory, recovers the state
 // of the last durable transaction and starts the pipeline. Errors match
 // ErrConfig, ErrIncompatible or ErrCorrupt (a *CorruptError), or come from
 // pebble.
-func Open(cfg Config) (*Ledger, error) {
+func Open(cfg Config) (*Ledger, error) { return open(cfg, openMode{}) }
+
+func open(cfg Config, mode openMode) (*Ledger, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -210,7 +214,7 @@ func Open(cfg Config) (*Ledger, error) {
 		db.Close()
 		return nil, err
 	}
-	l, err := start(cfg, db, w, rs)
+	l, err := start(cfg, db, w, rs, mode)
 	if err != nil {
 		w.Close()
 		db.Close()
@@ -219,9 +223,9 @@ func Open(cfg Config) (*Ledger, error) {
 	return l, nil
 }
 
-func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered) (*Ledger, error) {
+func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMode) (*Ledger, error) {
 	l := &Ledger{
-		cfg: cfg, db: db, wal: w, base: rs.last + 1,
+		rep: replication{repl: mode.repl, follower: mode.follower}, cfg: cfg, db: db, wal: w, base: rs.last + 1,
 		readable:  rs.bal, // recovery built them in place: no copy
 		epoch:     time.Now(),
 		persistCh: make(chan *snapshotData, 1),
@@ -241,11 +245,12 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered) (*Ledger, er
 	if l.toSnap, err = ringbuf.NewSPSC[txRecord](cfg.RingSize); err != nil {
 		return nil, err
 	}
-	for _, p := range []*atomic.Uint64{&l.sequenced, &l.computed, &l.committed, &l.snapshot, &l.applying} {
+	for _, p := range []*atomic.Uint64{&l.sequenced, &l.computed, &l.rep.replicated, &l.committed, &l.snapshot, &l.applying} {
 		p.Store(rs.last)
 	}
 	l.persisted.Store(rs.snapshot)
 	l.spare.Store(&snapshotData{})
+	l.rep.hash.Store(rs.hash)
 
 	l.pm = pressure.New(cfg.WaitStrategy)
 	var st [3]*pressure.Stage
@@ -256,6 +261,11 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered) (*Ledger, er
 	}
 	l.txStage, l.walStage, l.snapStage = st[0], st[1], st[2]
 	x := &executor{readable: l.readable, ov: newOverlay(overlaySlots(cfg.RingSize), rs.last), dedup: rs.dedup, maxEntries: cfg.MaxEntries}
+	if l.rep.follower { // Apply replays onto rs; no stage runs
+		l.rep.rs = rs
+		go l.sweepFns()
+		return l, nil
+	}
 	refs := newRefWindow(cfg.DedupWindow)
 	for _, r := range rs.refs {
 		refs.push(r)
@@ -361,6 +371,9 @@ func (l *Ledger) Submit(op Op) (TxID, error) {
 }
 
 func (l *Ledger) push(r *request) (TxID, error) {
+	if l.rep.follower {
+		return 0, l.notLeader()
+	}
 	if err := l.enter(); err != nil {
 		return 0, err
 	}
@@ -399,6 +412,9 @@ func (l *Ledger) advanceSequenced(id uint64) {
 func (l *Ledger) SubmitBatch(ops []Op) (first, last TxID, err error) {
 	if len(ops) == 0 || len(ops) > l.seq.Cap() {
 		return 0, 0, &InputError{Err: ErrBatchSize}
+	}
+	if l.rep.follower {
+		return 0, 0, l.notLeader()
 	}
 	bp := batchPool.Get().(*[]request)
 	defer func() {
@@ -479,6 +495,11 @@ func (l *Ledger) index(level Level) uint64 {
 		return l.computed.Load()
 	case Committed:
 		return l.committed.Load()
+	case Replicated:
+		if l.rep.repl == nil && !l.rep.follower {
+			return l.committed.Load()
+		}
+		return l.rep.replicated.Load()
 	default:
 		return l.snapshot.Load()
 	}
@@ -491,9 +512,10 @@ func (l *Ledger) Wait(ctx context.Context, id TxID, level Level) error {
 	if err := l.refused(l.state.Load()); err != nil {
 		return err
 	}
-	if level < Computed || level > Snapshot {
+	if !level.waitable() {
 		return ErrLevel
 	}
+	level = l.waitLevel(level)
 	if l.index(level) >= uint64(id) {
 		return nil
 	}

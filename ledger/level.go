@@ -12,9 +12,18 @@ const (
 	Computed        // executed; its outcome is final but not yet durable
 	Committed       // durable in the WAL
 	Snapshot        // applied to the readable balances
+	// Replicated: durable on a quorum of a cluster's replicas
+	// (replicate.go). On a leader it comes before Committed (the leader
+	// writes its own WAL after the quorum holds the batch); on a single
+	// node it is Committed. It sorts last only to keep the wire values of
+	// the levels above; Status never reports it.
+	Replicated
 )
 
-var levelNames = [...]string{"unknown", "sequenced", "computed", "committed", "snapshot"}
+var levelNames = [...]string{"unknown", "sequenced", "computed", "committed", "snapshot", "replicated"}
+
+// waitable reports whether Wait, SubmitFunc and SubmitAndWait accept l.
+func (l Level) waitable() bool { return l >= Computed && l <= Replicated }
 
 // String returns the level's lower-case name.
 func (l Level) String() string {

@@ -22,7 +22,7 @@ var ErrNilFunc = errors.New("ledger: nil callback")
 // a stage delivering a group commit then queues the answers itself, instead
 // of readying one goroutine per transaction.
 func (l *Ledger) SubmitFunc(op Op, level Level, fn func(Result, error)) (TxID, error) {
-	if level < Computed || level > Snapshot {
+	if !level.waitable() {
 		return 0, ErrLevel
 	}
 	if fn == nil {
@@ -39,7 +39,7 @@ func (l *Ledger) SubmitFunc(op Op, level Level, fn func(Result, error)) (TxID, e
 		opWaiterPool.Put(w)
 		return 0, l.stoppedErr()
 	}
-	r.w, r.wlevel = w, level
+	r.w, r.wlevel = w, l.waitLevel(level)
 	id, err := l.push(&r)
 	if err != nil {
 		// Not in the pipeline: nobody else can deliver or sweep w.

@@ -25,6 +25,7 @@ type recovered struct {
 	torn         *TornTail     // the torn tail dropped, if any
 	segs         []wal.Segment // live WAL segments, oldest first
 	unborn       string        // a newest segment whose creation a crash cut short
+	hash         uint64        // chain of every batch's checksum (replicate.go)
 	// win tracks, while the replay is inside the loaded snapshot's window
 	// (snapshot, snapEnd], every account an entry touched: its chunk value,
 	// and whether that value was one of the account's balances in the window.
@@ -216,8 +217,12 @@ func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
 	// rules as Verify, whatever the snapshot covers.
 	res, err := wal.Scan(walOptions(cfg, nil), bounds, 0, func(seg wal.Segment, off int64, p []byte) error {
 		b, err := parseBatch(p) // Scan verified its checksum
-		if err != nil || b.last() <= rs.last {
+		if err != nil {
 			return err
+		}
+		rs.hash = chainBatch(rs.hash, p) // replicate.go
+		if b.last() <= rs.last {
+			return nil
 		}
 		if b.first > rs.last+1 {
 			return &CorruptError{File: walDir + "/" + seg.Name(), Offset: off, FirstTx: TxID(rs.last + 1), LastTx: TxID(b.first - 1), Reason: "transactions missing from the WAL"}

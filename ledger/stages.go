@@ -229,11 +229,16 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 		var k int
 		buf, k = encodeBatch(buf[:wal.HeaderRoom], recs, maxBytes)
 		recs = recs[:k]
+		if err := l.replicate(buf[wal.HeaderRoom:], recs); err != nil {
+			l.fail(err)
+			return
+		}
 		t0 := time.Now()
 		if err := l.wal.Append(buf, recs[0].id, recs[k-1].id); err != nil {
 			l.fail(err)
 			return
 		}
+		l.committedLocally(buf[wal.HeaderRoom:])
 		l.walSync.observe(uint64(time.Since(t0)))
 		l.walGroup.observe(uint64(k))
 		l.walBytes.Add(uint64(len(buf) - wal.HeaderRoom))

@@ -77,6 +77,13 @@ type Stats struct {
 	// Closed is true once Close was called; Failed once a storage error
 	// stopped the pipeline.
 	Closed, Failed bool
+	// Replicated is the Replicated index (replicate.go): Indexes.Committed
+	// on a single node. Follower is set on a ledger opened by
+	// OpenFollower. Hash chains the checksums of the batches in the WAL:
+	// equal on replicas that hold the same batches.
+	Replicated TxID
+	Follower   bool
+	Hash       uint64
 }
 
 // walSyncFirstBucket is the first bound of WALSyncTimes in nanoseconds: a
@@ -130,5 +137,6 @@ func (l *Ledger) Stats() Stats {
 	s.OverlayWaits = l.ovWaits.Load()
 	s.DedupExpired = l.dedupExpired.Load()
 	s.Pressure = l.pm.Stats()
+	s.Replicated, s.Follower, s.Hash = TxID(l.index(Replicated)), l.rep.follower, l.rep.hash.Load()
 	return s
 }

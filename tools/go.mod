@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/lanework/lanework/chronon v0.1.0
 	github.com/lanework/lanework/ledger v0.1.0
+	github.com/lanework/lanework/ledgercluster v0.1.0
 	github.com/lanework/lanework/pressure v0.1.0
 	github.com/stretchr/testify v1.12.1
 	github.com/urfave/cli/v2 v2.27.7
@@ -41,6 +42,7 @@ require (
 	github.com/rogpeppe/go-internal v1.9.0 // indirect
 	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+	go.etcd.io/raft/v3 v3.7.0 // indirect
 	golang.org/x/exp v0.0.0-20230626212559-97b1e661b5df // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect

@@ -91,6 +91,19 @@ func main() {
 	fmt.Println("ledger", r.ID, l.Close())
 }
 `, "ledger 1 <nil>"},
+	"ledgercluster": {`package main
+
+import (
+	"fmt"
+
+	"github.com/lanework/lanework/ledgercluster"
+)
+
+func main() {
+	peers, err := ledgercluster.ParsePeers("1=127.0.0.1:7101,2=127.0.0.1:7102,3=127.0.0.1:7103")
+	fmt.Println("ledgercluster", len(peers), peers[2], err)
+}
+`, "ledgercluster 3 127.0.0.1:7102 <nil>"},
 	"chronon": {`package main
 
 import (

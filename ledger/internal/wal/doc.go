@@ -11,10 +11,11 @@
 //
 // Sequence numbers are contiguous from the oldest retained segment to the
 // newest; retention removes whole segments from the oldest end only. A new
-// segment is prepared under prepare.tmp (zero-filled to the segment size and
-// synced, so that later writes change no file metadata and fdatasync
-// suffices), renamed to its final name, and the directory is synced before
-// its first batch is written. Removing a segment also syncs the directory.
+// segment is prepared under prepare.tmp (zero-filled to the segment size,
+// with O_DIRECT on Linux where the filesystem allows it, and synced, so that
+// later writes change no file metadata and fdatasync suffices), renamed to
+// its final name, and the directory is synced before its first batch is
+// written. Removing a segment also syncs the directory.
 //
 // # Segment layout
 //

@@ -116,12 +116,20 @@ func (w *Writer) path(name string) string { return w.opts.FS.PathJoin(w.opts.Dir
 // prepare writes prepare.tmp: a file of SegmentSize zero bytes, synced.
 // Full, it is written out, so that writes into it later change data only,
 // never the file's size or its allocation, and fdatasync has no metadata
-// to flush; that is the preparer's job, ahead of a rollover. Otherwise it is
+// to flush; that is the preparer's job, ahead of a rollover, and on Linux it
+// writes with O_DIRECT where it can (zeroFillDirect). Otherwise it is
 // sparse (its last byte written), which costs nothing up front and makes
 // the first syncs into each block slower: the first segment after Open,
 // which must not delay Open by a segment's worth of writes.
 func (w *Writer) prepare(full bool) error {
 	p := w.path(prepareTmp)
+	if full {
+		if done, err := zeroFillDirect(w.opts.FS, p, w.opts.SegmentSize); err != nil {
+			return fmt.Errorf("wal: prepare segment: %w", err)
+		} else if done {
+			return w.syncPrepared(p)
+		}
+	}
 	f, err := w.opts.FS.Create(p, vfs.WriteCategoryUnspecified)
 	if err == nil && full {
 		zero := make([]byte, 1<<20)
@@ -142,12 +150,19 @@ func (w *Writer) prepare(full bool) error {
 			}
 		}
 	}
+	if err != nil {
+		return fmt.Errorf("wal: prepare segment: %w", err)
+	}
+	return w.syncPrepared(p)
+}
+
+// syncPrepared syncs the prepared file p.
+func (w *Writer) syncPrepared(p string) error {
+	f, err := w.opts.FS.OpenReadWrite(p, vfs.WriteCategoryUnspecified)
 	if err == nil {
-		if f, err = w.opts.FS.OpenReadWrite(p, vfs.WriteCategoryUnspecified); err == nil {
-			err = f.Sync()
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
 		}
 	}
 	if err != nil {

@@ -27,8 +27,10 @@ func serveCommand() *cli.Command {
 			"closes the ledger cleanly and exits 0.\n\n" +
 			"With --token-file (or LEDGER_TOKEN) every request needs a bearer token; with --tls-cert and\n" +
 			"--tls-key both listeners speak TLS (--tls-client-ca: mutual TLS). A listener beyond loopback\n" +
-			"without both is refused (exit 2) unless --insecure.",
-		Flags: []cli.Flag{
+			"without both is refused (exit 2) unless --insecure.\n\n" +
+			"With --cluster-id, --node-id and --peers it serves one replica of a raft cluster instead\n" +
+			"(docs/ledger-cluster.md): its HTTP/JSON API on --http-addr, raft on its --peers address.",
+		Flags: append([]cli.Flag{
 			dirFlag(),
 			addrFlag(),
 			&cli.StringFlag{Name: "http-addr", Value: server.DefaultHTTPAddr, EnvVars: []string{"LEDGER_HTTP_ADDR"},
@@ -75,7 +77,7 @@ func serveCommand() *cli.Command {
 				Usage: "serve runtime profiles under /debug/pprof/ on the HTTP listener (read_write token)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, EnvVars: []string{"LEDGER_SHUTDOWN_TIMEOUT"},
 				Usage: "longest to wait for in-flight requests on shutdown"},
-		},
+		}, clusterFlags()...),
 		Action: serve,
 	}
 }
@@ -127,6 +129,9 @@ func serve(c *cli.Context) error {
 	ws, err := pressure.ParseWaitStrategy(c.String("wait-strategy"))
 	if err != nil {
 		return exitcode.Usage("serve: %v", err)
+	}
+	if c.IsSet("cluster-id") {
+		return serveCluster(c, ws)
 	}
 	logger, err := serveLogger(c)
 	if err != nil {

@@ -100,6 +100,22 @@ func TestServeBadAddress(t *testing.T) {
 	require.Contains(t, stderr, "listen")
 }
 
+func TestServeClusterFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cluster-id", "1", "--node-id", "1"}, "--peers"},
+		{[]string{"--cluster-id", "1", "--node-id", "1", "--peers", "1=nowhere"}, "--peers"},
+		{[]string{"--cluster-id", "1", "--node-id", "4", "--peers", "1=127.0.0.1:7101"}, "node 4"},
+		{[]string{"--cluster-id", "1", "--node-id", "1", "--peers", "1=10.0.0.1:7101"}, "loopback"},
+	} {
+		_, stderr, code := runApp(t, append([]string{"serve", "--dir", t.TempDir(), "--http-addr", "127.0.0.1:0"}, tc.args...)...)
+		require.Equal(t, 2, code, "%v: %s", tc.args, stderr)
+		require.Contains(t, stderr, tc.want, "%v", tc.args)
+	}
+}
+
 // buildBinary compiles the command into a temporary directory.
 func buildBinary(t *testing.T) string {
 	t.Helper()

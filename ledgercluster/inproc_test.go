@@ -1,0 +1,236 @@
+package ledgercluster
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lanework/lanework/ledger"
+)
+
+// inproc is a cluster of Nodes in the test process: real raft, real TCP on
+// 127.0.0.1 (optionally through cuttable proxies), real disks.
+type inproc struct {
+	tb    testing.TB
+	nodes []*Node
+	cfgs  []Config
+	dirs  []string
+	links map[[2]int]*link // from, to: the proxy node from dials to reach to
+}
+
+// startInproc starts size nodes; clients, if given, are their client
+// addresses (Config.ClientAddrs).
+func startInproc(tb testing.TB, size int, proxied bool, clients ...string) *inproc {
+	c := &inproc{tb: tb, links: map[[2]int]*link{}}
+	var lns []net.Listener
+	var addrs []string
+	for range size {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		lns, addrs = append(lns, ln), append(addrs, ln.Addr().String())
+	}
+	root := tb.TempDir()
+	for i := range size {
+		peers := map[uint64]string{}
+		for j := range size {
+			peers[uint64(j+1)] = addrs[j]
+			if proxied && i != j {
+				l := newLink(tb, addrs[j])
+				c.links[[2]int{i, j}] = l
+				peers[uint64(j+1)] = l.addr()
+			}
+		}
+		dir := filepath.Join(root, strconv.Itoa(i+1))
+		c.dirs = append(c.dirs, dir)
+		cfg := Config{ClusterID: 9, NodeID: uint64(i + 1), Peers: peers, Dir: dir, Listener: lns[i],
+			Ledger: ledger.Config{MaxAccounts: 1024}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		if len(clients) == size {
+			cfg.ClientAddrs = map[uint64]string{}
+			for j, a := range clients {
+				cfg.ClientAddrs[uint64(j+1)] = a
+			}
+		}
+		c.cfgs = append(c.cfgs, cfg)
+		n, err := Start(cfg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	tb.Cleanup(func() {
+		c.stop()
+		for _, l := range c.links {
+			l.close()
+		}
+	})
+	return c
+}
+
+// restart starts stopped node i again on its directory and address.
+func (c *inproc) restart(i int) {
+	cfg := c.cfgs[i]
+	ln, err := net.Listen("tcp", cfg.Peers[cfg.NodeID])
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	cfg.Listener = ln
+	if c.nodes[i], err = Start(cfg); err != nil {
+		c.tb.Fatal(err)
+	}
+}
+
+func (c *inproc) stopNode(i int) {
+	if err := c.nodes[i].Stop(); err != nil {
+		c.tb.Errorf("node %d: %v", i+1, err)
+	}
+	c.nodes[i] = nil
+}
+
+// converge waits until every node has applied all that any sequenced,
+// with equal hashes.
+func (c *inproc) converge(timeout time.Duration) Status {
+	deadline := time.Now().Add(timeout)
+	for {
+		var st []Status
+		ok := true
+		for _, n := range c.nodes {
+			s := n.Status()
+			st = append(st, s)
+			if s.Applied != st[0].Applied || s.Hash != st[0].Hash {
+				ok = false
+			}
+		}
+		for _, s := range st {
+			if s.Sequenced > st[0].Applied {
+				ok = false
+			}
+		}
+		if ok {
+			return st[0]
+		}
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("nodes did not converge within %v: %+v", timeout, st)
+		}
+		time.Sleep(10 * time.Millisecond) // progress of other goroutines, no event to wait on
+	}
+}
+
+func (c *inproc) stop() {
+	for i, n := range c.nodes {
+		if n != nil {
+			c.stopNode(i)
+		}
+	}
+}
+
+// leader waits for a node whose ledger leads, among those in among (all
+// if nil).
+func (c *inproc) leader(timeout time.Duration, among ...int) int {
+	if among == nil {
+		for i := range c.nodes {
+			among = append(among, i)
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for _, i := range among {
+			if n := c.nodes[i]; n != nil && n.Status().Leading { // nil: stopped
+				return i
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // leadership has no event to wait on from outside
+	}
+	c.tb.Fatalf("no leader among %v within %v", among, timeout)
+	return -1
+}
+
+// isolate cuts (or heals) every link to and from node i.
+func (c *inproc) isolate(i int, cut bool) {
+	for k, l := range c.links {
+		if k[0] == i || k[1] == i {
+			l.setCut(cut)
+		}
+	}
+}
+
+// link is a TCP proxy to one replica's raft address that a test can cut:
+// a cut link closes its connections and refuses new ones.
+type link struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+}
+
+func newLink(tb testing.TB, target string) *link {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	l := &link{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	l.wg.Add(1)
+	go l.accept()
+	return l
+}
+
+func (l *link) addr() string { return l.ln.Addr().String() }
+
+func (l *link) accept() {
+	defer l.wg.Done()
+	for {
+		in, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", l.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		l.mu.Lock()
+		if l.cut {
+			l.mu.Unlock()
+			in.Close()
+			out.Close()
+			continue
+		}
+		l.conns[in], l.conns[out] = struct{}{}, struct{}{}
+		l.mu.Unlock()
+		l.wg.Add(2)
+		pipe := func(dst, src net.Conn) {
+			defer l.wg.Done()
+			io.Copy(dst, src)
+			dst.Close()
+			src.Close()
+		}
+		go pipe(out, in)
+		go pipe(in, out)
+	}
+}
+
+func (l *link) setCut(cut bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cut = cut
+	if cut {
+		for c := range l.conns {
+			c.Close()
+		}
+		clear(l.conns)
+	}
+}
+
+func (l *link) close() {
+	l.ln.Close()
+	l.setCut(true)
+	l.wg.Wait()
+}

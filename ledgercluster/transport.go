@@ -1,0 +1,260 @@
+package ledgercluster
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// transport carries raft messages between replicas over TCP: one outgoing
+// connection per peer, written by one goroutine that drains everything
+// queued for the peer into a single buffered write (messages batched per
+// peer), and one reader goroutine per incoming connection. Raft tolerates
+// loss, so a full queue or a broken connection drops messages (and tells
+// raft the peer is unreachable) instead of blocking the Ready loop.
+//
+// A connection opens with a hello: [u64 cluster id][u64 sender id]; a
+// different cluster id closes it. Then frames: [u32 length][Message].
+type transport struct {
+	clusterID, self uint64
+	ln              net.Listener
+	peers           map[uint64]*peer
+	step            func(*pb.Message)
+	unreachable     func(id uint64)
+	log             *slog.Logger
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+const (
+	peerQueue = 4096
+	maxFrame  = 64 << 20
+	helloLen  = 16
+)
+
+type peer struct {
+	id   uint64
+	addr string
+	q    chan []byte // marshaled messages
+}
+
+func newTransport(clusterID, self uint64, ln net.Listener, listen string, peers map[uint64]string, step func(*pb.Message), unreachable func(uint64), log *slog.Logger) (*transport, error) {
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", listen); err != nil {
+			return nil, fmt.Errorf("ledgercluster: raft listen: %w", err)
+		}
+	}
+	t := &transport{clusterID: clusterID, self: self, ln: ln, peers: make(map[uint64]*peer), step: step,
+		unreachable: unreachable, log: log, conns: make(map[net.Conn]struct{}), done: make(chan struct{})}
+	for id, addr := range peers {
+		if id == self {
+			continue
+		}
+		p := &peer{id: id, addr: addr, q: make(chan []byte, peerQueue)}
+		t.peers[id] = p
+		t.wg.Add(1)
+		go t.runPeer(p)
+	}
+	t.wg.Add(1)
+	go t.accept()
+	return t, nil
+}
+
+// send queues m for its peer; it never blocks. Called from the Ready loop
+// only, which is where raft allows marshaling.
+func (t *transport) send(m *pb.Message) {
+	p := t.peers[m.GetTo()]
+	if p == nil {
+		return
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.log.Error("marshal raft message", "err", err)
+		return
+	}
+	select {
+	case p.q <- b:
+	default:
+		t.unreachable(p.id)
+	}
+}
+
+func (t *transport) track(c net.Conn, add bool) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if add {
+		if t.closed {
+			return false
+		}
+		t.conns[c] = struct{}{}
+	} else {
+		delete(t.conns, c)
+	}
+	return true
+}
+
+func (t *transport) runPeer(p *peer) {
+	defer t.wg.Done()
+	var c net.Conn
+	var w *bufio.Writer
+	drop := func() {
+		if c != nil {
+			c.Close()
+			t.track(c, false)
+			c = nil
+		}
+	}
+	defer drop()
+	for {
+		var b []byte
+		select {
+		case <-t.done:
+			return
+		case b = <-p.q:
+		}
+		if c == nil {
+			d := net.Dialer{Timeout: 200 * time.Millisecond}
+			nc, err := d.Dial("tcp", p.addr)
+			if err != nil {
+				t.unreachable(p.id)
+				t.drain(p) // stale messages; raft resends what matters
+				select {
+				case <-t.done:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				continue
+			}
+			if !t.track(nc, true) {
+				nc.Close()
+				return
+			}
+			c, w = nc, bufio.NewWriterSize(nc, 256<<10)
+			var hello [helloLen]byte
+			binary.LittleEndian.PutUint64(hello[0:], t.clusterID)
+			binary.LittleEndian.PutUint64(hello[8:], t.self)
+			w.Write(hello[:])
+		}
+		err := writeFrame(w, b)
+		for more := true; more && err == nil; { // everything queued: one write
+			select {
+			case b = <-p.q:
+				err = writeFrame(w, b)
+			default:
+				more = false
+			}
+		}
+		if err == nil {
+			err = w.Flush()
+		}
+		if err != nil {
+			drop()
+			t.unreachable(p.id)
+		}
+	}
+}
+
+func (t *transport) drain(p *peer) {
+	for {
+		select {
+		case <-p.q:
+		default:
+			return
+		}
+	}
+}
+
+func writeFrame(w *bufio.Writer, b []byte) error {
+	var h [4]byte
+	binary.LittleEndian.PutUint32(h[:], uint32(len(b)))
+	if _, err := w.Write(h[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+func (t *transport) accept() {
+	defer t.wg.Done()
+	for {
+		c, err := t.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		if !t.track(c, true) {
+			c.Close()
+			return
+		}
+		t.wg.Add(1)
+		go t.serve(c)
+	}
+}
+
+func (t *transport) serve(c net.Conn) {
+	defer t.wg.Done()
+	defer func() { c.Close(); t.track(c, false) }()
+	r := bufio.NewReaderSize(c, 256<<10)
+	var hello [helloLen]byte
+	if _, err := io.ReadFull(r, hello[:]); err != nil {
+		return
+	}
+	if id := binary.LittleEndian.Uint64(hello[0:]); id != t.clusterID {
+		t.log.Warn("raft connection from another cluster refused", "remote", c.RemoteAddr(), "cluster_id", id)
+		return
+	}
+	var h [4]byte
+	var buf []byte
+	for {
+		if _, err := io.ReadFull(r, h[:]); err != nil {
+			return
+		}
+		n := binary.LittleEndian.Uint32(h[:])
+		if n > maxFrame {
+			t.log.Warn("raft frame too large", "remote", c.RemoteAddr(), "bytes", n)
+			return
+		}
+		if cap(buf) < int(n) {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return
+		}
+		m := &pb.Message{}
+		if err := proto.Unmarshal(buf, m); err != nil {
+			t.log.Warn("bad raft message", "remote", c.RemoteAddr(), "err", err)
+			return
+		}
+		t.step(m)
+	}
+}
+
+func (t *transport) close() error {
+	t.mu.Lock()
+	t.closed = true
+	for c := range t.conns {
+		c.Close()
+	}
+	t.mu.Unlock()
+	close(t.done)
+	err := t.ln.Close()
+	t.wg.Wait()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
