@@ -1,6 +1,10 @@
 package chronon
 
-import "sync/atomic"
+import (
+	"cmp"
+	"slices"
+	"sync/atomic"
+)
 
 // The parallel engine with sleeping units. The scheduling contract is the
 // engine's (engine.go): every cluster has finished cycle c-1 before any
@@ -60,6 +64,22 @@ type sleepRun struct {
 	lists  []*sleepList
 	listOf []int  // each cluster's list
 	target uint64 // clusters to finish, counted from the run's start, through the open cycle
+	keep   []int  // clusters whose units ticked and stay awake, between cycles
+	mixed  []int  // clusters whose due units need sorting, between cycles
+}
+
+// unkeep returns the kept units to the heap when the run stops before
+// the cycle they are due in.
+func (r *sleepRun) unkeep(q *sleepSched) {
+	for _, ci := range r.keep {
+		cl := &q.clusters[ci]
+		for _, u := range cl.units {
+			q.push(wake{u.next, u.pos})
+		}
+		clear(cl.units)
+		cl.units = cl.units[:0]
+	}
+	r.keep = r.keep[:0]
 }
 
 func (e *engine) sleepStart() {
@@ -102,13 +122,25 @@ func (e *engine) noteArrival(from, to *unitState, c, a uint64) {
 // stop.
 func (e *engine) openSleepy(c uint64) {
 	s, q, r := e.sim, e.sim.sleep, e.sl
+	// A unit that stays awake stays in its cluster's units, which keep
+	// plan order (the cluster ticked them in it); the others go to the
+	// heap.
+	r.keep, r.mixed = r.keep[:0], r.mixed[:0]
 	for li, l := range r.lists {
 		for _, ci := range l.run {
 			cl := &q.clusters[ci]
+			clear(cl.units)
+			cl.units = cl.units[:0]
 			for _, u := range cl.ticked {
-				if u.next = q.settle(u, u.cycle); u.next != none {
+				switch u.next = q.settle(u, u.cycle); {
+				case u.next == c:
+					cl.units = append(cl.units, u)
+				case u.next != none:
 					q.push(wake{u.next, u.pos})
 				}
+			}
+			if len(cl.units) > 0 {
+				r.keep = append(r.keep, ci)
 			}
 			for _, a := range cl.notes {
 				if q.wakeAt(a.to, a.at) && r.listOf[s.plan.cluster[a.to.index]] != li {
@@ -116,9 +148,8 @@ func (e *engine) openSleepy(c uint64) {
 				}
 			}
 			clear(cl.ticked)
-			clear(cl.units)
 			clear(cl.notes)
-			cl.units, cl.ticked, cl.notes, cl.late = cl.units[:0], cl.ticked[:0], cl.notes[:0], cl.late[:0]
+			cl.ticked, cl.notes, cl.late = cl.ticked[:0], cl.notes[:0], cl.late[:0]
 		}
 		l.run = l.run[:0]
 	}
@@ -133,11 +164,20 @@ func (e *engine) openSleepy(c uint64) {
 			return
 		}
 		if c == e.end || e.stopAt.Load() <= c {
+			r.unkeep(q)
 			e.gate.Store(c<<1 | 1)
 			e.m.Wake()
 			return
 		}
 		n := 0
+		for _, ci := range r.keep {
+			for _, u := range q.clusters[ci].units {
+				u.ran = c + 1
+			}
+			l := r.lists[r.listOf[ci]]
+			l.run = append(l.run, ci)
+			n++
+		}
 		for len(q.h) > 0 && q.h[0].cycle == c {
 			w := q.h[0]
 			q.pop()
@@ -148,12 +188,18 @@ func (e *engine) openSleepy(c uint64) {
 			u.ran = c + 1
 			ci := s.plan.cluster[u.index]
 			cl := &q.clusters[ci]
-			if len(cl.units) == 0 {
+			switch {
+			case len(cl.units) == 0:
 				l := r.lists[r.listOf[ci]]
 				l.run = append(l.run, ci)
 				n++
+			case cl.units[len(cl.units)-1].pos > u.pos:
+				r.mixed = append(r.mixed, ci) // after kept units: sort below
 			}
 			cl.units = append(cl.units, u)
+		}
+		for _, ci := range r.mixed {
+			slices.SortFunc(q.clusters[ci].units, func(a, b *unitState) int { return cmp.Compare(a.pos, b.pos) })
 		}
 		if n == 0 {
 			next := none
