@@ -159,8 +159,8 @@ func BenchmarkRepresentative64Counters(b *testing.B) {
 // partition the workload's random delay 1-3 edges, between them only
 // delay-8 edges (each unit's small output also feeds one unit of the other
 // partition).
-func partitions(tb testing.TB, work int) *chronon.Simulation {
-	s := chronon.New()
+func partitions(tb testing.TB, work, lookahead int) *chronon.Simulation {
+	s := chronon.New(chronon.WithMaxLookahead(lookahead))
 	us := make([]*worker64, 64)
 	for i := range us {
 		us[i] = &worker64{state: uint64(i) + 1, work: work}
@@ -186,18 +186,67 @@ func partitions(tb testing.TB, work int) *chronon.Simulation {
 }
 
 // BenchmarkPartitionsDelay8 runs the two partitions sequentially and with 2
-// workers (calibrated, as a user's run is); the bar is 2 workers >= 1.8x.
+// workers (calibrated, as a user's run is), with lookahead 1 (the barrier
+// engine) and 8 (the lookahead engine, which puts each partition on a
+// worker and synchronizes them once per several cycles); the bar is 2
+// workers >= 1.8x. syncs/cycle counts, per worker and cycle run in
+// parallel, the loads of the other worker's progress (lookahead engine
+// only; the barrier engine synchronizes every worker every cycle).
 func BenchmarkPartitionsDelay8(b *testing.B) {
-	for _, w := range []int{1, 2} {
-		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
-			s := partitions(b, work1us)
-			require.NoError(b, s.SetWorkers(w))
+	for _, c := range []struct{ w, la int }{{1, 1}, {2, 1}, {1, 8}, {2, 8}} {
+		b.Run(fmt.Sprintf("workers=%d/lookahead=%d", c.w, c.la), func(b *testing.B) {
+			s := partitions(b, work1us, c.la)
+			require.NoError(b, s.SetWorkers(c.w))
 			b.ResetTimer()
 			cpu0 := cpuTime()
 			if err := s.Run(uint64(b.N)); err != nil {
 				b.Fatal(err)
 			}
 			reportRate(b, cpu0)
+			reportSyncs(b, s)
 		})
+	}
+}
+
+// reportSyncs reports the lookahead engine's synchronizations per worker
+// and cycle it ran, between cycles and inside ticks.
+func reportSyncs(b *testing.B, s *chronon.Simulation) {
+	if cycles, syncs, waits, ok := chronon.LookaheadStats(s); ok && cycles > 0 {
+		b.ReportMetric(float64(syncs)/float64(cycles), "syncs/cycle")
+		b.ReportMetric(float64(waits)/float64(cycles), "tickwaits/cycle")
+	}
+}
+
+// TestLookaheadCutsLongEdges: the lookahead engine places the two
+// partitions on one worker each, so that only delay-8 edges cross, runs the
+// partitions' units to the sequential engine's states, and synchronizes
+// less than once per cycle and worker.
+func TestLookaheadCutsLongEdges(t *testing.T) {
+	n := uint64(3000)
+	if raceEnabled {
+		n = 600
+	}
+	state := func(w int) []uint64 {
+		s := partitions(t, 10, 8)
+		s.SetParallelThreshold(0)
+		require.NoError(t, s.SetWorkers(w))
+		require.NoError(t, s.Run(n))
+		if w > 1 {
+			require.Equal(t, []uint64{8, 8}, chronon.LookaheadLags(s))
+			cycles, syncs, _, ok := chronon.LookaheadStats(s)
+			require.True(t, ok)
+			require.Equal(t, 2*n, cycles)
+			t.Logf("%d workers: %.3f syncs per worker and cycle", w, float64(syncs)/float64(cycles))
+		}
+		var out []uint64
+		for _, n := range s.Units() {
+			u, _ := s.Unit(n)
+			out = append(out, u.(*worker64).state)
+		}
+		return out
+	}
+	want := state(1)
+	for _, w := range []int{2, 3, 8} {
+		require.Equal(t, want, state(w), "%d workers", w)
 	}
 }

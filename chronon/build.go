@@ -29,14 +29,11 @@ func (k *conn[T]) depth() int {
 // message is saved; results are identical.
 func (p *InPort[T]) build() error {
 	p.one, p.ring, p.merge, p.keepFn, p.flushFn = nil, ingress[T]{}, nil, nil, nil
-	p.idle, p.gap = 0, 1
-	for i, k := range p.conns {
+	p.idle = 0
+	for _, k := range p.conns {
 		k.ring, k.flane = nil, nil
-		if d := uint64(k.delay); i == 0 || d < p.gap {
-			p.gap = d
-		}
 	}
-	p.gap = max(p.gap, 1) // the smallest delay, at least 1 (see InPort.receive)
+	p.setGap()
 	switch len(p.conns) {
 	case 0:
 		return nil
@@ -110,7 +107,7 @@ func (p *OutPort[T]) planBroadcast(on bool) {
 }
 
 // buildCancel allocates the port's cancel log, sized by the largest delay
-// of its connections (see cancelLog); an unconnected or NoCancelOutPort
+// of its connections (see cancel.go); an unconnected or NoCancelOutPort
 // port needs none.
 func (p *OutPort[T]) buildCancel() {
 	p.log = nil
@@ -124,7 +121,7 @@ func (p *OutPort[T]) buildCancel() {
 	for _, k := range p.conns {
 		d = max(d, uint64(k.delay))
 	}
-	p.log = newCancelLog(d)
+	p.log = newCancelLog(d, p.u.sim.lookahead)
 	for _, k := range p.conns {
 		k.cut = cut{log: p.log, d: k.delay}
 	}

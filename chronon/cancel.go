@@ -1,7 +1,5 @@
 package chronon
 
-import "sync/atomic"
-
 // This file is CancelInFlight's transport: an OutPort's cancel log, written
 // by the sender, and each connection's cut, kept by the receiver.
 //
@@ -13,60 +11,30 @@ import "sync/atomic"
 // simulated events only, never on whether the sender has already ticked in
 // the receiver's cycle, or on another worker's progress.
 //
-// The log holds one entry per cycle in which the epoch advanced: the cycle
-// and the epoch at the end of it. Invariants:
-//
-//  1. Entries are appended in cycle order; an entry's cycle never changes,
-//     and its epoch changes only while the sender is still in that cycle.
-//  2. The receiver uses only entries with cycle+d <= c. When it runs c, the
-//     sender has finished every cycle before c (the parallel engine's
-//     lookahead is 1) and, on a zero-delay edge, has ticked in c (plan
-//     order): so every entry it uses is final.
-//  3. The sender is at most in cycle c, so at most d entries have a cycle
-//     after c-d, and after the receiver's load of the entry count the
-//     sender appends at most one more (cycle c), overwriting the oldest
-//     slot. A log of size >= d+2 therefore keeps, among the newest size-1
-//     entries the receiver loaded, an entry in effect, unless every entry
-//     is in effect; and any older entry, possibly overwritten, is in effect
-//     too. The log is sized by the largest delay of the port's connections.
+// The log (a cycleLog of the epoch) holds one entry per cycle in which the
+// epoch advanced. The receiver uses only entries with cycle+d <= c. When it
+// runs c, the sender has finished every cycle through c-d (the engines'
+// rule for a delay-d edge) and, on a zero-delay edge, has ticked in c (plan
+// order): so every entry it uses is final (invariant 2). The sender is at
+// most in cycle c+L-1 (the lookahead, 1 by default: see WithMaxLookahead),
+// so at most d+L-1 entries have a cycle after c-d, and after the receiver's
+// load of the entry count the sender appends at most one more, overwriting
+// the oldest slot. A log of size >= d+L+1 therefore keeps, among the newest
+// size-1 entries the receiver loaded, an entry in effect, unless every
+// entry is in effect; and any older entry, possibly overwritten, is in
+// effect too (invariant 3). The log is sized by the largest delay of the
+// port's connections.
 //
 // Epochs advance only when a message was sent since the last advance (a
 // cancel with nothing new to cancel changes nothing), so the distance from
 // a message's epoch to the current one is bounded by the sends after it;
 // epochs compare as serial numbers, correct while fewer than 2^31 messages
 // were sent on the port after one that is still unconsumed.
-//
-// Memory ordering: the sender stores an entry's cycle and epoch, then the
-// count; the receiver loads the count, then entries below it. All are
-// sync/atomic operations, sequentially consistent in the Go memory model, so
-// the receiver sees every entry below the count it loaded.
-type cancelLog struct {
-	n    atomic.Uint64 // entries appended
-	cyc  []atomic.Uint64
-	ep   []atomic.Uint32
-	mask uint64
 
-	// Sender-private.
-	last uint64 // cycle of the newest entry; none before the first
-}
-
-// newCancelLog returns a log for connections of delays up to maxDelay.
-func newCancelLog(maxDelay uint64) *cancelLog {
-	size := pow2(int(maxDelay) + 2)
-	return &cancelLog{cyc: make([]atomic.Uint64, size), ep: make([]atomic.Uint32, size), mask: uint64(size - 1), last: none}
-}
-
-// advance records that the epoch became e in sender cycle x.
-func (l *cancelLog) advance(x uint64, e uint32) {
-	n := l.n.Load() // the sender's own count
-	if l.last == x {
-		l.ep[(n-1)&l.mask].Store(e)
-		return
-	}
-	l.cyc[n&l.mask].Store(x)
-	l.ep[n&l.mask].Store(e)
-	l.n.Store(n + 1)
-	l.last = x
+// newCancelLog returns a log for connections of delays up to maxDelay with
+// lookahead la.
+func newCancelLog(maxDelay, la uint64) *cycleLog {
+	return newCycleLog(int(maxDelay + la + 1))
 }
 
 // cut is a connection's receiver-side view of its sender's log. It is
@@ -76,7 +44,7 @@ func (l *cancelLog) advance(x uint64, e uint32) {
 // later cycles and take effect no sooner. A connection whose sender cannot
 // cancel reads an empty log that never changes.
 type cut struct {
-	log  *cancelLog
+	log  *cycleLog
 	seen uint64 // the log's entry count at the last refresh; none: an entry is pending
 	next uint64 // with an entry pending: the cycle it takes effect in
 	used uint64 // log entries folded into ep
@@ -85,10 +53,10 @@ type cut struct {
 }
 
 // noCancels is the log of every port that cannot cancel: it stays empty.
-var noCancels cancelLog
+var noCancels cycleLog
 
 // stale reports whether a message stamped with epoch e is cancelled in
-// receiver cycle c (see cancelLog): one load of the log's count and two
+// receiver cycle c (see the cancel log above): one load of the log's count and two
 // comparisons, unless the cut needs a refresh.
 func (t *cut) stale(e uint32, c uint64) bool {
 	if t.log.n.Load() != t.seen {
@@ -114,7 +82,7 @@ func (t *cut) refresh(c uint64) {
 			t.next, t.seen = x, none // in effect from cycle+d
 			break
 		}
-		t.ep = l.ep[i&l.mask].Load()
+		t.ep = uint32(l.val[i&l.mask].Load())
 	}
 	t.used = i
 }

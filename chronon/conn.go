@@ -54,7 +54,7 @@ type conn[T any] struct {
 	flane       *frontier.Lane[lmsg[T]] // fan-in destination
 	pushes      uint64                  // total pushes
 	pushCycle   uint64                  // cycle of the last push
-	lim         uint64                  // push count from which full consults the credits; none on a finite-capacity edge; 0: armed (see arrival)
+	lim         uint64                  // push count from which the producer consults the credits (see admits and full); 0 while armed
 	delay       uint32
 	rate        uint32 // 0: unlimited
 	capacity    uint32 // 0: unlimited
@@ -62,13 +62,16 @@ type conn[T any] struct {
 	lane        uint32 // index of the connection in the receiving port
 	dff         bool   // delay 1, capacity 1, rate 1: one older unread entry counts as free
 
-	// cross is set by the parallel engine when producer and receiver are
-	// in different clusters, which may run on different goroutines: the
-	// producer then publishes its push count in pubPushes for the
-	// receiver's drained shortcut, and the receiver its ledger in pub,
-	// which the producer reads for admission and overflow. It is set
-	// between runs only.
+	// cross is set by the parallel engine when producer and receiver may
+	// run on different goroutines: the producer then publishes its push
+	// count in pubPushes for the receiver's drained shortcut, and the
+	// receiver its pop credits in clog, which the producer reads for
+	// admission and overflow. It is set between runs only.
 	cross bool
+	// armed is set while the receiver sleeps until a message arrives (see
+	// InPort.arm): lim then stays 0, so every push reaches full, which
+	// reports it (arrival); the admission slow path leaves lim alone.
+	armed bool
 
 	// The second line: the published push count (producer-written), then
 	// cold fields, for building and error reports. It keeps the producer's
@@ -79,41 +82,24 @@ type conn[T any] struct {
 	name      string // "unit.port -> unit.port"
 	id        uint64
 	cur       int // the connection's cursor on its OutPort's shared broadcast ring; -1: none
-	_         [cacheLine - 56]byte
+	// rprog is the receiver's worker's progress (the next cycle it runs)
+	// under the lookahead engine, nil otherwise: before it reads the
+	// credits for its cycle c, the producer waits for rprog >= c.
+	rprog *atomic.Uint64
 
-	// Receiver side, one cache line: its pop-credit ledger and its view of
+	// Receiver side, one cache line: its pop-credit count and its view of
 	// the sender's cancels (which holds its copy of the delay).
-	cut       cut // the sender's cancels in effect (see cancelLog)
-	pops      uint64
-	popCycle  uint64
-	cyclePops uint32 // pops in popCycle
+	cut        cut // the sender's cancels in effect (see cancel.go)
+	pops       uint64
+	popCycle   uint64
+	popsBefore uint64 // pops in cycles before popCycle
 
-	pub *ledger // the ledger as published to another worker: allocated, and used, only when cross
-	_   [cacheLine - 8]byte
-}
-
-// ledger is a receiver's pop-credit ledger published for a producer on
-// another goroutine. It is written by the receiver only and sits on its own
-// cache line, away from the producer's push counts; a connection that never
-// crosses workers does not have one (padding for 40,000 connections is 5 MB
-// of working set).
-//
-// The parallel engine never lets the receiver start cycle c+1 before the
-// producer has finished cycle c, nor the producer start cycle c before the
-// receiver has finished c-1 (see engine.go). So while the producer runs c,
-// the receiver is running c or waiting to; cycles before c are final. The
-// receiver stores prev, then cycle, then pops; the producer loads pops, then
-// cycle, then prev. sync/atomic operations are sequentially consistent, so:
-// if the producer sees cycle == c it returns prev, stored before cycle and
-// stable for the rest of c; otherwise the receiver had not started crediting
-// c when cycle was loaded, so the pops loaded before it count only earlier
-// cycles, and all of those (receiver done with c-1).
-type ledger struct {
-	_     [cacheLine]byte
-	pops  atomic.Uint64
-	cycle atomic.Uint64
-	prev  atomic.Uint64
-	_     [cacheLine - 24]byte
+	// clog is the pop credits as published to another goroutine
+	// (allocated, and used, only when cross); pprog the producer's
+	// worker's progress under the lookahead engine (see InPort.flush).
+	clog  *cycleLog
+	pprog *atomic.Uint64
+	_     [cacheLine - 16]byte
 }
 
 // cacheLine is the padding unit against false sharing.
@@ -121,16 +107,27 @@ const cacheLine = 64
 
 // credits returns the pops credited to a producer in cycle c: those made in
 // earlier cycles.
+//
+// Across goroutines they come from the receiver's log of its pop count
+// (a cycleLog): the newest entry of a cycle before c. The receiver must
+// have finished c-1: the barrier engine runs no cluster in c before every
+// cluster finished c-1, and under the lookahead engine the producer waits
+// for the receiver's progress here (never inside the inlined admission:
+// only when its cached bound, lim, does not decide). Meanwhile the
+// receiver may run ahead, but by less than L cycles (the global window of
+// the lookahead engine), so it appends at most L entries of cycle c and
+// later while the producer is in c. room also reads the credits before the
+// receiver's progress q >= c+1-L: at most 2L-1 entries are of cycle q or
+// later. The log has 2L+2 entries or more (invariant 3 of cycleLog).
 func (k *conn[T]) credits(c uint64) uint64 {
 	if k.cross {
-		pops := k.pub.pops.Load()
-		if k.pub.cycle.Load() == c {
-			return k.pub.prev.Load()
+		if p := k.rprog; p != nil && p.Load() < c {
+			k.out.u.await(p, c)
 		}
-		return pops
+		return k.clog.before(c)
 	}
 	if k.popCycle == c {
-		return k.pops - uint64(k.cyclePops)
+		return k.popsBefore
 	}
 	return k.pops
 }
@@ -139,29 +136,56 @@ func (k *conn[T]) credits(c uint64) uint64 {
 // message in receiver cycle c.
 func (k *conn[T]) credit(c uint64) {
 	if k.popCycle != c {
-		k.popCycle, k.cyclePops = c, 0
-		if k.cross {
-			k.pub.prev.Store(k.pops)
-			k.pub.cycle.Store(c)
-		}
+		k.popCycle, k.popsBefore = c, k.pops
 	}
 	k.pops++
-	k.cyclePops++
 	if k.cross {
-		k.pub.pops.Store(k.pops)
+		k.clog.advance(c, k.pops)
 	}
 }
 
 // admits reports whether the connection accepts one more message in
 // producer cycle c.
-func (k *conn[T]) admits(c uint64) bool {
+//
+// On a finite-capacity edge lim is the credits last read plus the
+// capacity: credits only grow, so while pushes < lim the occupancy is
+// under the capacity whatever the receiver did since, and the credits
+// (the receiver's line; under the lookahead engine, a wait for its
+// progress) are not read. The flip-flop's discount only lowers the
+// occupancy, so it cannot turn that answer.
+func (k *conn[T]) admits(c uint64) bool { return k.fits(c) || k.admitsSlow(c) }
+
+// fits is admits's inlined test: true when lim and the rate decide.
+func (k *conn[T]) fits(c uint64) bool {
+	return k.pushes < k.lim && (k.rate == 0 || k.pushCycle != c || k.cyclePushes < k.rate)
+}
+
+// admitsSlow is admits when fits does not decide: the rate, then the
+// occupancy from the credits (an unlimited edge near its depth, whose
+// overflow push decides, admits). It raises lim, unless the connection is
+// armed (see arrival).
+func (k *conn[T]) admitsSlow(c uint64) bool {
 	if k.rate != 0 && k.pushCycle == c && k.cyclePushes >= k.rate {
 		return false
 	}
-	if k.capacity == 0 {
+	if k.capacity == 0 || k.pushes < k.lim {
 		return true
 	}
-	cr := k.credits(c)
+	var cr uint64
+	switch {
+	case k.cross:
+		if k.roomFinal(c) {
+			return true
+		}
+		cr = k.credits(c)
+	case k.popCycle == c: // credits, inlined
+		cr = k.popsBefore
+	default:
+		cr = k.pops
+	}
+	if !k.armed {
+		k.lim = cr + uint64(k.capacity)
+	}
 	occ := k.pushes - cr
 	if k.dff {
 		before := k.pushes
@@ -173,6 +197,26 @@ func (k *conn[T]) admits(c uint64) bool {
 		}
 	}
 	return occ < uint64(k.capacity)
+}
+
+// roomFinal is admitsSlow's first try under the lookahead engine: the
+// credits the receiver has made final, those of the cycles before its
+// progress, are a lower bound, so a message they admit is admitted; only
+// when they do not does the producer wait for the receiver to finish c-1
+// (see credits). The flip-flop's discount needs the exact credits.
+func (k *conn[T]) roomFinal(c uint64) bool {
+	if k.rprog == nil {
+		return false
+	}
+	if q := k.rprog.Load(); q < c {
+		if cr := k.clog.before(q); k.pushes-cr < uint64(k.capacity) {
+			if !k.armed {
+				k.lim = cr + uint64(k.capacity)
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // push publishes v. The caller has checked admits.
@@ -213,13 +257,16 @@ func (k *conn[T]) push(c uint64, epoch uint32, v *T) {
 // first, so the overflow's cycle would depend on tick order. The physical
 // lane always has room when full is false: pops credited before c are
 // physical pops too. Callers test pushes >= lim first, which is false until
-// the backlog over the credits last read could reach the depth (and always
-// on a finite-capacity edge, whose admission bounds its backlog), except
-// on a connection armed for a sleeping receiver, whose pushes all come
-// here (see arrival).
+// the backlog over the credits last read could reach the depth. On a
+// finite-capacity edge, whose admission bounds its backlog, lim serves
+// admits and full is always false. A connection armed for a sleeping
+// receiver keeps lim 0, so all its pushes come here (see arrival).
 func (k *conn[T]) full(c uint64) bool {
-	if k.lim == 0 {
+	if k.armed {
 		return k.arrival(c)
+	}
+	if k.capacity != 0 {
+		return false
 	}
 	k.lim = k.credits(c) + UnboundedDepth
 	return k.pushes >= k.lim

@@ -14,7 +14,7 @@ func TestConnLayout(t *testing.T) {
 	var k conn[[3]uint64]
 	prodEnd := unsafe.Offsetof(k.cross) + unsafe.Sizeof(k.cross)
 	recv := unsafe.Offsetof(k.cut)
-	recvEnd := unsafe.Offsetof(k.cyclePops) + unsafe.Sizeof(k.cyclePops)
+	recvEnd := unsafe.Offsetof(k.popsBefore) + unsafe.Sizeof(k.popsBefore)
 
 	assert.LessOrEqual(t, prodEnd, uintptr(cacheLine), "the producer's fields fit the first line")
 	assert.Equal(t, uintptr(2*cacheLine), recv, "the receiver's fields start the third line")

@@ -46,15 +46,16 @@ func (e *Effective) YAML(sim Config) ([]byte, error) {
 		Expr string `yaml:"expr"`
 	}
 	type simulation struct {
-		Cycles  uint64 `yaml:"cycles"`
-		Workers int    `yaml:"workers"`
+		Cycles       uint64 `yaml:"cycles"`
+		Workers      int    `yaml:"workers"`
+		MaxLookahead uint64 `yaml:"max_lookahead,omitempty"` // part of the model: stop latency (WithMaxLookahead)
 	}
 	doc := struct {
 		Simulation  simulation `yaml:"simulation"`
 		Units       []unit     `yaml:"units"`
 		Connections []conn     `yaml:"connections,omitempty"`
 		Derived     []derived  `yaml:"derived,omitempty"`
-	}{Simulation: simulation{sim.Cycles, sim.Workers}}
+	}{Simulation: simulation{sim.Cycles, sim.Workers, sim.MaxLookahead}}
 	for _, u := range e.Units {
 		p := u.Params
 		if p != nil {

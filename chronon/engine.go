@@ -7,7 +7,8 @@ import (
 	"github.com/lanework/lanework/pressure"
 )
 
-// engine is the parallel engine: the plan's clusters, placed on workers
+// engine is the barrier engine, the parallel engine for a lookahead of 1
+// (and for cuts with delay-1 edges; see newParallel): the plan's clusters, placed on workers
 // (goroutines) by cost, every worker running the clusters of its list, and
 // taking over unclaimed clusters of the other lists once its own are done,
 // so that a worker descheduled by the host does not stall the others for
@@ -25,16 +26,14 @@ import (
 //   - a flush in c covers what was sent before c, so it needs the producer
 //     through c-1 regardless of the edge delay;
 //   - pop credits for producer cycle c are the receiver's pops before c, so
-//     the producer needs the receiver through c-1 and the receiver must not
-//     run c+1 before the producer finished c (see ledger);
+//     the producer needs the receiver through c-1 (see conn.credits);
 //   - a termination, panic or overflow in cycle c must stop every unit at
-//     the end of c, as in the sequential engine, so no unit may run c+1
-//     before every unit has finished c and had the chance to request a stop;
-//     and RunUntilDone asks every Doner between cycles.
+//     the end of c (with lookahead L, c+L-1), as in the sequential engine,
+//     so no unit may run c+1 before every unit has finished c and had the
+//     chance to request a stop; and RunUntilDone asks every Doner between
+//     cycles.
 //
-// The last rule bounds every cluster's run-ahead to the slowest one's cycle,
-// whatever the edge delays: chronon cannot know statically that no unit
-// will terminate, flush or credit pops.
+// Run-ahead along long delays is the lookahead engine's (lookahead.go).
 //
 // Memory ordering. The engine's own handshake (claim, done, gate, stopAt)
 // and every publication chronon makes itself (pushed counts, pop-credit
@@ -63,21 +62,14 @@ type engine struct {
 	untilDone  bool
 	allDone    bool // decided by the worker that opened the stop
 
-	gate   atomic.Uint64 // cycle<<1 | stop: the cycle now open to claims, or the first not to run
-	_      [cacheLine - 8]byte
-	done   atomic.Uint64 // clusters finished since start
-	_      [cacheLine - 8]byte
-	stopAt atomic.Uint64 // no cycle >= stopAt runs: a stop was requested in stopAt-1
-	_      [cacheLine - 8]byte
-	m      *pressure.Manager
-	sl     *sleepRun // with sleeping units (sleep_engine.go)
+	gate atomic.Uint64 // cycle<<1 | stop: the cycle now open to claims, or the first not to run
+	_    [cacheLine - 8]byte
+	done atomic.Uint64 // clusters finished since start
+	_    [cacheLine - 8]byte
+	m    *pressure.Manager
+	sl   *sleepRun // with sleeping units (sleep_engine.go)
 
-	mu      sync.Mutex // guards the rest; taken only on termination and failure
-	fault   error
-	faultAt stopKey
-	term    Termination
-	termAt  stopKey
-	hasTerm bool
+	stops
 }
 
 // clusterList is the clusters first placed on one worker, in plan order, and the
@@ -91,54 +83,6 @@ type clusterList struct {
 
 const idxBits = 24 // clusters per list < 1<<24 (Connect caps nothing, but 16M clusters is far beyond use)
 
-// stopKey places a stop request (termination, panic, overflow) in the
-// sequential order of a run. What wins in a cycle is decided by plan order
-// alone (docs/chronon.md, "What wins in a cycle"), and every engine follows
-// the same rules:
-//
-//  1. An earlier cycle wins over a later one.
-//  2. A panic ends its cycle at the panicking unit: units after it in plan
-//     order do not tick in that cycle, so their requests are never made;
-//     the unit's own requests made before it panicked, and those of units
-//     before it, stand.
-//  3. Among faults of one cycle, a panic wins over an overflow (the panic
-//     is the run's error whichever comes first in plan order); among
-//     panics, or among overflows, the first in plan order wins.
-//  4. Among terminations of one cycle, the first in plan order wins.
-//
-// The parallel engine records every request and keeps the least by less
-// (rules 1, 3, 4), then drops a termination that a panic preempts (rule 2).
-type stopKey struct {
-	cycle uint64
-	kind  int
-	pos   int
-}
-
-const (
-	kindPanic = iota
-	kindOverflow
-	kindTerm
-)
-
-func (a stopKey) less(b stopKey) bool {
-	if a.cycle != b.cycle {
-		return a.cycle < b.cycle
-	}
-	if a.kind != b.kind {
-		return a.kind < b.kind
-	}
-	return a.pos < b.pos
-}
-
-// preempts reports whether panic a prevents termination request b from
-// being made: a panic ends its cycle at the panicking unit (rule 2).
-func (a stopKey) preempts(b stopKey) bool {
-	if a.cycle != b.cycle {
-		return a.cycle < b.cycle
-	}
-	return a.pos < b.pos
-}
-
 // worker is one goroutine of a run. Only that goroutine touches it.
 type worker struct {
 	e  *engine
@@ -146,44 +90,12 @@ type worker struct {
 	st *pressure.Stage
 }
 
-// lowerStop lowers stopAt to c+1.
-func (e *engine) lowerStop(c uint64) {
-	for {
-		old := e.stopAt.Load()
-		if old <= c+1 || e.stopAt.CompareAndSwap(old, c+1) {
-			return
-		}
-	}
-}
-
-// fail records a failure in cycle k.cycle; the earliest in sequential order
-// is the run's error.
-func (e *engine) fail(k stopKey, err error) {
-	e.mu.Lock()
-	if e.fault == nil || k.less(e.faultAt) {
-		e.fault, e.faultAt = err, k
-	}
-	e.mu.Unlock()
-	e.lowerStop(k.cycle)
-}
-
-// terminate records a termination request; the earliest in sequential
-// order wins, as the first request does in the sequential engine.
-func (e *engine) terminate(k stopKey, t Termination) {
-	e.mu.Lock()
-	if !e.hasTerm || k.less(e.termAt) {
-		e.term, e.termAt, e.hasTerm = t, k, true
-	}
-	e.mu.Unlock()
-	e.lowerStop(k.cycle)
-}
-
 // open decides, between cycles, whether cycle c runs, and opens it or the
 // stop. Only one goroutine calls it per cycle: the coordinator before the
 // first, then the worker that finished the cycle before c. No cluster runs
 // meanwhile, so it may ask the Doners.
 func (e *engine) open(c uint64) {
-	if o := &e.sim.obs; c == o.next && !e.panicked(c) {
+	if o := &e.sim.obs; c == o.next && !e.hasPanic(c) {
 		o.observe(e.sim, c) // between cycles, as the sequential engine does (see observer)
 	}
 	stop := uint64(0)
@@ -197,26 +109,14 @@ func (e *engine) open(c uint64) {
 	e.m.Wake() // after the store: the Dekker handshake of package pressure
 }
 
-// panicked reports whether a unit panicked in a cycle before c. Only stops
-// take the mutex.
-func (e *engine) panicked(c uint64) bool {
-	if e.stopAt.Load() > c {
-		return false
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.fault != nil && e.faultAt.kind == kindPanic
-}
-
 // run runs cycles from the simulation's current cycle up to end (exclusive)
 // on every worker and returns whether it stopped because every Doner was
 // done (only checked when untilDone).
 func (e *engine) run(end uint64, untilDone bool) (allDone bool) {
 	s := e.sim
 	e.start, e.end, e.untilDone, e.allDone = s.cycle, end, untilDone, false
-	e.stopAt.Store(none)
+	e.reset(s)
 	e.done.Store(0)
-	e.fault, e.hasTerm = nil, false
 	for _, l := range e.lists {
 		l.claim.Store(0)
 	}
@@ -228,10 +128,11 @@ func (e *engine) run(end uint64, untilDone bool) (allDone bool) {
 		}
 		w.st = st
 	}
-	s.par = e
+	s.par = &e.stops
 	loop := (*worker).loop
 	if s.sleep != nil {
 		loop = (*worker).loopSleepy
+		s.sleep.par = e
 		e.sleepStart()
 		e.openSleepy(s.cycle)
 	} else {
@@ -245,25 +146,10 @@ func (e *engine) run(end uint64, untilDone bool) (allDone bool) {
 	wg.Wait()
 	e.m.Close()
 	s.par = nil
-	s.cycle = e.gate.Load() >> 1
-	if e.hasTerm && e.fault != nil && e.faultAt.kind == kindPanic && e.faultAt.preempts(e.termAt) {
-		// A panic ends its cycle at the panicking unit: a unit after it in
-		// plan order never ticks in that cycle, so its request was never
-		// made (rule 2 of stopKey).
-		e.hasTerm = false
+	if s.sleep != nil {
+		s.sleep.par = nil
 	}
-	if e.hasTerm && s.term == nil {
-		s.termVal = e.term
-		s.term = &s.termVal
-		s.halt = true
-	}
-	if e.fault != nil {
-		s.fault = e.fault
-		s.halt = true
-		if e.faultAt.kind == kindPanic {
-			s.cycle = e.faultAt.cycle // the sequential engine never finishes the cycle of a panic
-		}
-	}
+	e.finish(s, e.gate.Load()>>1)
 	return e.allDone
 }
 
@@ -362,7 +248,7 @@ func (w *worker) runCluster(c uint64, units []*unitState) {
 	var u *unitState
 	defer func() {
 		if r := recover(); r != nil {
-			w.e.fail(stopKey{c, kindPanic, u.pos}, &UnitError{Unit: u.name, Cycle: c, Value: r})
+			w.e.panicked(stopKey{c, u.pos}, &UnitError{Unit: u.name, Cycle: c, Value: r})
 		}
 	}()
 	for _, u = range units {

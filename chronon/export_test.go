@@ -44,3 +44,39 @@ func ForgetIdle(s *Simulation) {
 // SleepWakes returns how many sleeping units an arrival woke, and how many
 // of those in the parallel engine by a sender on another worker's list.
 func SleepWakes(s *Simulation) (all, crossed uint64) { return s.sleepWakes() }
+
+// LookaheadStats returns, summed over the lookahead engine's workers, the
+// cycles they ran, their synchronizations between cycles (loads of another
+// worker's progress that the cached one could not spare) and their waits
+// inside a Tick; ok is false without a lookahead engine.
+func LookaheadStats(s *Simulation) (cycles, syncs, tickWaits uint64, ok bool) {
+	e, ok := s.eng.(*laEngine)
+	if !ok {
+		return 0, 0, 0, false
+	}
+	for _, w := range e.workers {
+		cycles += w.cycles
+		syncs += w.syncs
+		tickWaits += w.tickWaits
+	}
+	return cycles, syncs, tickWaits, true
+}
+
+// LookaheadLags returns, per worker of the lookahead engine, the fewest
+// cycles it may run ahead of another worker plus one: the smallest lag of
+// its dependencies.
+func LookaheadLags(s *Simulation) []uint64 {
+	e, ok := s.eng.(*laEngine)
+	if !ok {
+		return nil
+	}
+	var lags []uint64
+	for _, w := range e.workers {
+		l := s.lookahead
+		for _, d := range w.deps {
+			l = min(l, d.lag)
+		}
+		lags = append(lags, l)
+	}
+	return lags
+}

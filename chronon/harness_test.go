@@ -404,3 +404,24 @@ func TestDeterminismFanInBackPressure(t *testing.T) {
 	}
 	require.Positive(t, refused, "the fan-in must apply back pressure")
 }
+
+// TestDeterminismRandomTopologiesLookahead is TestDeterminismRandomTopologies
+// with lookaheads beyond 1: the lookahead engine against the sequential
+// engine with the same lookahead (and so the same stop latency).
+func TestDeterminismRandomTopologiesLookahead(t *testing.T) {
+	seeds := 24
+	if raceEnabled {
+		seeds = 8
+	}
+	parallel := 0
+	for seed := range seeds {
+		la := []int{2, 3, 8, 16}[seed%4]
+		t.Run(fmt.Sprintf("%d/lookahead=%d", seed, la), func(t *testing.T) {
+			sc := scenario{build: randomTopology(uint64(seed)*7919+1, chronon.WithMaxLookahead(la)), run: runFor(400)}
+			if _, used := checkDeterminism(t, sc, 1); used > 1 {
+				parallel++
+			}
+		})
+	}
+	require.Greater(t, parallel, seeds/2, "most random topologies must run in parallel")
+}

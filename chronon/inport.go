@@ -2,6 +2,7 @@ package chronon
 
 import (
 	"reflect"
+	"sync/atomic"
 
 	"github.com/lanework/lanework/frontier"
 )
@@ -25,10 +26,13 @@ type InPort[T any] struct {
 	name  string
 
 	// idle is a cycle before which no message can be ready (see receive);
-	// gap is the fewest cycles from a push to its arrival: the smallest
-	// connection delay, at least 1.
+	// gap is the fewest cycles from a receive attempt that finds a
+	// connection empty to the arrival of its next message (see setGap).
 	idle uint64
 	gap  uint64
+	// waits says a connection's producer runs on another worker of the
+	// lookahead engine, which Flush waits for (see flush).
+	waits bool
 
 	// Callbacks for merge, made once at Build so calls do not allocate.
 	keepFn  func(uint64, *lmsg[T]) bool
@@ -272,8 +276,22 @@ func (p *InPort[T]) dropped(v *T) bool {
 	return p.fall || p.frange.Contains(p.fkey(v))
 }
 
+// flush discards the covered messages. Under the lookahead engine a
+// producer on another worker may not have finished the cycles before c yet
+// (it is at least in c-d+1 on a delay-d edge): flush first waits until each
+// has, so that what it covers, and the count it returns, are the
+// sequential engine's. That wait cannot deadlock: every wait of a worker in
+// cycle c, in a Tick or between cycles, is for another worker to finish a
+// cycle before c, so along a chain of waiting workers the cycles fall.
 func (p *InPort[T]) flush() int {
 	c := p.u.cycle
+	if p.waits {
+		for _, k := range p.conns {
+			if q := k.pprog; q != nil && q.Load() < c {
+				p.u.await(q, c)
+			}
+		}
+	}
 	k := p.one
 	if k == nil {
 		if p.merge == nil || p.drained() {
@@ -342,12 +360,32 @@ type inPortAny interface {
 	localName() string
 	elem() reflect.Type
 	build() error
-	setParallel(workerOf []int)
+	setParallel(groupOf []int, prog []*atomic.Uint64)
 	connCount() int
 	unboundedConn() string
 	forgetIdle()
 	nextArrive() uint64
 	arm()
+}
+
+// setGap sets gap: the smallest delay d of the port's connections, at
+// least 1, since whatever a receive in cycle c has not seen is pushed in c
+// or later. Under the lookahead engine with lookahead L, a producer on
+// another worker may still be in cycle c-min(d,L)+1, so on such a
+// connection it is d-min(d,L)+1.
+func (p *InPort[T]) setGap() {
+	p.gap = 0
+	for i, k := range p.conns {
+		g := max(uint64(k.delay), 1)
+		if k.pprog != nil {
+			d := uint64(k.delay)
+			g = d - min(d, p.u.sim.lookahead) + 1
+		}
+		if i == 0 || g < p.gap {
+			p.gap = g
+		}
+	}
+	p.gap = max(p.gap, 1)
 }
 
 // forgetIdle drops the port's idle cycle (for tests: it must change nothing).

@@ -141,9 +141,13 @@ func (g *simLog) flush(s *Simulation) {
 // cut drops the buffered records of cycle c from units after plan
 // position pos (see Close).
 func (g *simLog) cut(s *Simulation, c uint64, pos int) {
-	for _, u := range s.order[pos+1:] {
+	for i, u := range s.order {
+		from := c + 1 // the lookahead engine may have run units before the panicking one past its cycle
+		if i > pos {
+			from = c
+		}
 		if u.index < len(g.bufs) {
-			g.bufs[u.index] = slices.DeleteFunc(g.bufs[u.index], func(e logItem) bool { return e.at >= c })
+			g.bufs[u.index] = slices.DeleteFunc(g.bufs[u.index], func(e logItem) bool { return e.at >= from })
 		}
 	}
 }

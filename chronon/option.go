@@ -68,6 +68,7 @@ type SimOption func(*simConfig)
 
 type simConfig struct {
 	broadcast bool
+	lookahead int          // see WithMaxLookahead
 	logger    *slog.Logger // see WithLogger
 	logFilter LogFilter
 }

@@ -15,10 +15,10 @@ type OutPort[T any] struct {
 	lanes []*conn[T]
 	// epoch counts the port's effective cancels; sent says a message was
 	// sent since it last advanced. Both are the owner's; receivers read the
-	// log, allocated by Build (see cancelLog).
+	// log, allocated by Build (see cancel.go).
 	epoch    uint32
 	sent     bool
-	log      *cancelLog
+	log      *cycleLog
 	noCancel bool // the port of a NoCancelOutPort
 	reserved []T  // messages reserved by a PortTransaction, not yet sent
 }
@@ -49,7 +49,7 @@ func (p *OutPort[T]) send(v *T) bool {
 	c := p.u.cycle
 	if len(p.conns) == 1 { // the common case, without the second loop
 		k := p.conns[0]
-		if !k.admits(c) {
+		if !k.fits(c) && !k.admitsSlow(c) { // admits, its test inlined
 			return false
 		}
 		k.push(c, p.epoch, v)
@@ -106,7 +106,7 @@ func (p *OutPort[T]) broadcast(b *shared[T], c uint64, e uint32, v *T) {
 // travels like a message: on a connection with delay d, a cancel in cycle x
 // makes the receiver discard, from cycle x+d on, every earlier message it
 // has not yet taken. The discards free capacity when the receiver reaches
-// them. Any number of cancels per cycle is exact (see cancelLog); a cancel
+// them. Any number of cancels per cycle is exact (see cancel.go); a cancel
 // with nothing sent since the previous one changes nothing.
 func (p *OutPort[T]) CancelInFlight() {
 	if !p.sent {
@@ -115,7 +115,7 @@ func (p *OutPort[T]) CancelInFlight() {
 	p.sent = false
 	p.epoch++
 	if p.log != nil {
-		p.log.advance(p.u.cycle, p.epoch)
+		p.log.advance(p.u.cycle, uint64(p.epoch))
 	}
 }
 

@@ -12,10 +12,10 @@ import (
 )
 
 // ring builds n nodes in a feedback ring with delays 1 and 3 and capacity 2.
-func ring(n int, setup func(i int, nd *node)) func(t *testing.T) *chronon.Simulation {
+func ring(n int, setup func(i int, nd *node), opts ...chronon.SimOption) func(t *testing.T) *chronon.Simulation {
 	return func(t *testing.T) *chronon.Simulation {
 		t.Helper()
-		s := chronon.New()
+		s := chronon.New(opts...)
 		nodes := make([]*node, n)
 		for i := range nodes {
 			nodes[i] = &node{seed: uint64(i) + 1, sendP: 128}
@@ -326,5 +326,49 @@ func TestParallelAdaptiveSwitchingIsDeterministic(t *testing.T) {
 		}
 		require.Empty(t, firstDivergence(want, got), "%d workers", w)
 		t.Logf("%d workers: %d of about %d segments sequential", w, chronon.SequentialSegments(s), (4000-1280)/16)
+	}
+}
+
+// TestLookaheadStopLatency: with a lookahead L, a termination or overflow
+// in cycle c ends the run at the end of c+L-1 in every engine, and a panic
+// at once; both parallel engines (L = 1 and beyond) give the sequential
+// engine's events.
+func TestLookaheadStopLatency(t *testing.T) {
+	for _, la := range []int{1, 2, 5} {
+		t.Run(fmt.Sprintf("lookahead=%d", la), func(t *testing.T) {
+			term := scenario{
+				build: ring(5, func(i int, nd *node) {
+					if i == 1 || i == 3 {
+						nd.termAt = 123
+					}
+				}, chronon.WithMaxLookahead(la)),
+				run: func(s *chronon.Simulation) error {
+					_, err := s.RunUntilTermination(10_000)
+					return err
+				},
+			}
+			o, _ := checkDeterminism(t, term, 2)
+			require.Equal(t, "n1", o.term.Unit)
+			require.Equal(t, uint64(123), o.term.Cycle)
+			require.Equal(t, uint64(123+la), o.cycle)
+
+			// A panic within the latency of an earlier termination: both
+			// stand, the run ends at the panic.
+			pan := scenario{
+				build: ring(5, func(i int, nd *node) {
+					switch i {
+					case 1:
+						nd.termAt = 60
+					case 3:
+						nd.panAt = 60 + uint64(la) - 1
+					}
+				}, chronon.WithMaxLookahead(la)),
+				run: runFor(1000),
+			}
+			o, _ = checkDeterminism(t, pan, 2)
+			require.True(t, o.hasTrm)
+			require.Contains(t, o.err, fmt.Sprintf(`"n3" panicked at cycle %d`, 60+la-1))
+			require.Equal(t, uint64(60+la-1), o.cycle)
+		})
 	}
 }

@@ -24,7 +24,17 @@ func (s *Simulation) runnable() error {
 	if !s.built {
 		return ErrNotBuilt
 	}
-	return s.fault
+	return s.failure()
+}
+
+// failure returns the run's failure once it has stopped: an overflow in
+// cycle c is reported by the Run that reaches the end of c+L-1 (see
+// stopKey), so that how a run is split into Run calls changes nothing.
+func (s *Simulation) failure() error {
+	if s.halted() {
+		return s.fault
+	}
+	return nil
 }
 
 // Run runs n more cycles, or fewer if a unit requests termination (see
@@ -37,7 +47,7 @@ func (s *Simulation) Run(n uint64) (err error) {
 	if s.eng != nil {
 		if n = s.calibrate(n); s.eng != nil { // calibrate may repartition or drop the engine
 			s.runAdaptive(n)
-			return s.fault
+			return s.failure()
 		}
 	}
 	return s.runSeq(n)
@@ -61,7 +71,7 @@ func (s *Simulation) runAdaptive(n uint64) {
 	if s.segCycles != 0 {
 		seg = s.segCycles
 	}
-	for n > 0 && !s.halt {
+	for n > 0 && !s.halted() {
 		k := min(n, seg)
 		c0, t0 := s.cycle, time.Now()
 		if s.seqLeft > 0 {
@@ -101,10 +111,10 @@ func (s *Simulation) runSeq(n uint64) (err error) {
 	if s.sleep != nil {
 		return s.runSleepy(n)
 	}
-	for end := s.cycle + n; s.cycle < end && !s.halt; {
+	for end := s.cycle + n; s.cycle < min(end, s.stopAt); {
 		s.step()
 	}
-	return s.fault
+	return s.failure()
 }
 
 // calibrationCycles is the most cycles the first parallel Run runs
@@ -149,7 +159,7 @@ func (s *Simulation) calibrate(n uint64) uint64 {
 		var el time.Duration
 		for ran := uint64(0); ran < slice && el < calibrationSliceTime; ran += calibrationStep {
 			_ = s.runSeq(calibrationStep) // a failure halts the simulation; Run returns s.fault
-			if s.halt {
+			if s.halted() {
 				return n - (s.cycle - c0)
 			}
 			el = time.Since(t0)
@@ -161,7 +171,7 @@ func (s *Simulation) calibrate(n uint64) uint64 {
 	s.seqPer = per
 	if per < s.threshold {
 		s.eng, s.seqReason = nil, fmt.Sprintf("a cycle takes %v sequentially, under the %v parallel threshold", per, s.threshold)
-		s.setParallel(nil)
+		s.setParallel(nil, nil)
 		s.info("chronon: running sequentially", "workers", s.workers, "reason", s.seqReason)
 		return n - ran
 	}
@@ -172,7 +182,7 @@ func (s *Simulation) calibrate(n uint64) uint64 {
 	c1 := s.cycle
 	_ = s.runProfiled(min(n-ran, profileCycles), cost)
 	ran += s.cycle - c1
-	s.eng = newEngine(s, s.workers, func(cl int) int64 {
+	s.eng = s.newParallel(s.workers, func(cl int) int64 {
 		var d time.Duration
 		for _, ui := range s.plan.clusters[cl] {
 			d += cost[ui]
@@ -187,7 +197,7 @@ func (s *Simulation) calibrate(n uint64) uint64 {
 func (s *Simulation) runProfiled(n uint64, cost []time.Duration) (err error) {
 	defer s.recoverUnit(&err)
 	t0 := time.Now()
-	for c0, end := s.cycle, s.cycle+n; s.cycle < end && !s.halt; {
+	for c0, end := s.cycle, s.cycle+n; s.cycle < end && s.cycle < s.stopAt; {
 		c := s.cycle
 		if c-c0 >= profileMinCycles && time.Since(t0) >= profileTime {
 			break
@@ -205,7 +215,7 @@ func (s *Simulation) runProfiled(n uint64, cost []time.Duration) (err error) {
 			s.obs.observe(s, s.cycle)
 		}
 	}
-	return s.fault
+	return s.failure()
 }
 
 // RunUntilDone runs until every unit implementing Doner reports done
@@ -221,20 +231,20 @@ func (s *Simulation) RunUntilDone(max uint64) (err error) {
 			doners = append(doners, d)
 		}
 	}
-	if e := s.eng; e != nil {
-		if s.halt {
-			return s.fault
+	if e := s.eng; e != nil && s.lookahead == 1 {
+		if s.halted() {
+			return s.failure()
 		}
 		if e.run(s.cycle+max, true) {
 			return nil
 		}
-		if s.halt {
-			return s.fault
+		if s.halted() {
+			return s.failure()
 		}
 		return fmt.Errorf("%w: %d cycles without every unit done", ErrCycleLimit, max)
 	}
 	defer s.recoverUnit(&err)
-	for end := s.cycle + max; !s.halt; {
+	for end := s.cycle + max; !s.halted(); {
 		if allDone(doners) {
 			return nil
 		}
@@ -247,7 +257,7 @@ func (s *Simulation) RunUntilDone(max uint64) (err error) {
 		}
 		s.step()
 	}
-	return s.fault
+	return s.failure()
 }
 
 func allDone(ds []Doner) bool {

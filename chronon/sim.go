@@ -16,20 +16,23 @@ type Simulation struct {
 	plan   plan
 	order  []*unitState
 
-	cycle   uint64
-	halt    bool // stop at the end of the current cycle
-	term    *Termination
-	termVal Termination
-	fault   error
+	cycle  uint64
+	stopAt uint64 // no cycle >= stopAt runs: a stop was requested (see stopKey); none: no stop
+	// lookahead is L of WithMaxLookahead (at least 1): a termination or an
+	// overflow in cycle c stops the run at the end of c+L-1.
+	lookahead uint64
+	term      *Termination
+	termVal   Termination
+	fault     error
 	// cur is 1 + the plan position of the unit being ticked (0: none), for
 	// panic reports; an index rather than a pointer, so that setting it
 	// before every Tick needs no write barrier.
 	cur int
 
-	workers   int     // as set by SetWorkers
-	eng       *engine // the parallel engine, if selected
-	seqReason string  // why workers > 1 still runs sequentially
-	par       *engine // the engine during a parallel run
+	workers   int            // as set by SetWorkers
+	eng       parallelEngine // the parallel engine, if selected
+	seqReason string         // why workers > 1 still runs sequentially
+	par       *stops         // the stop record during a parallel run
 
 	threshold   time.Duration // see SetParallelThreshold
 	calibrated  bool
@@ -68,7 +71,7 @@ func New(opts ...SimOption) *Simulation {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	s := &Simulation{byName: make(map[string]*unitState), obs: observer{next: none}, threshold: DefaultParallelThreshold, cfg: cfg}
+	s := &Simulation{byName: make(map[string]*unitState), obs: observer{next: none}, threshold: DefaultParallelThreshold, cfg: cfg, stopAt: none, lookahead: 1}
 	if cfg.logger != nil {
 		s.lg = newSimLog(cfg.logger, cfg.logFilter)
 		s.obs.lg = s.lg
@@ -143,6 +146,8 @@ func connect[T any](out *OutPort[T], in *InPort[T], cfg connConfig) (*edge, erro
 	}
 	if k.capacity == 0 {
 		k.lim = UnboundedDepth // full's first check (see conn.full)
+	} else {
+		k.lim = uint64(k.capacity) // admits's: no credits yet (see conn.admits)
 	}
 	out.conns = append(out.conns, k)
 	in.conns = append(in.conns, k)
@@ -157,6 +162,9 @@ func connect[T any](out *OutPort[T], in *InPort[T], cfg connConfig) (*edge, erro
 func (s *Simulation) Build() (err error) {
 	if s.built {
 		return ErrBuilt
+	}
+	if err := s.setLookahead(); err != nil {
+		return err
 	}
 	p, err := newPlan(len(s.units), s.edges)
 	if err != nil {
@@ -222,15 +230,19 @@ func (s *Simulation) Units() []string {
 func (s *Simulation) Connections() int { return len(s.edges) }
 
 func (s *Simulation) overflow(u *unitState, conn string, c uint64) {
-	if e := s.par; e != nil {
-		e.fail(stopKey{c, kindOverflow, u.pos}, &OverflowError{Conn: conn, Cycle: c})
+	if st := s.par; st != nil {
+		st.overflowed(stopKey{c, u.pos}, &OverflowError{Conn: conn, Cycle: c})
 		return
 	}
 	if s.fault == nil {
 		s.fault = &OverflowError{Conn: conn, Cycle: c}
 	}
-	s.halt = true
+	s.stopAt = min(s.stopAt, c+s.lookahead)
 }
+
+// halted reports whether the run has stopped for good: a stop's last cycle
+// has run, or a unit panicked.
+func (s *Simulation) halted() bool { return s.cycle >= s.stopAt }
 
 // recoverUnit turns a panic in a unit into a *UnitError.
 func (s *Simulation) recoverUnit(err *error) {
@@ -241,7 +253,7 @@ func (s *Simulation) recoverUnit(err *error) {
 		}
 		*err = &UnitError{Unit: name, Cycle: s.cycle, Value: r}
 		s.fault = *err
-		s.halt = true
+		s.stopAt = s.cycle
 	}
 }
 

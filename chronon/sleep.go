@@ -171,11 +171,24 @@ type sleepSched struct {
 	// the sequential engine that are not in h, in plan order; nxt is where
 	// the cycle collects the next ones.
 	cur, nxt []int
-	// clusters is the parallel engine's per-cluster state (sleep_engine.go).
+	// par is the parallel engine while it runs, nil otherwise; clusters
+	// its per-cluster state (sleep_engine.go).
+	par      *engine
 	clusters []sleepCluster
 	// wakes counts the wake-ups by an arrival, crossed those whose sender
 	// was placed on another worker's list (parallel engine; for tests).
 	wakes, crossed uint64
+}
+
+// maySleep reports whether a unit is a Sleeper or has a clock other than
+// every cycle: whether Build turns the sleeping scheduler on.
+func (s *Simulation) maySleep() bool {
+	for _, u := range s.units {
+		if _, ok := u.unit.(Sleeper); ok || u.clock.Period != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // initSleep turns the scheduler on at Build when a unit may sleep, and
@@ -285,7 +298,7 @@ func (q *sleepSched) settle(u *unitState, c uint64) uint64 {
 // due sooner. The sequential engine updates the heap at once; the parallel
 // engine records the wake-up in the sender's cluster (see noteArrival).
 func (q *sleepSched) arrival(from, to *unitState, c, a uint64) {
-	if e := q.s.par; e != nil {
+	if e := q.par; e != nil {
 		e.noteArrival(from, to, c, a)
 		return
 	}
@@ -375,10 +388,10 @@ func (q *sleepSched) flushCur() {
 
 // runSleepy is runSeq with the sleeping scheduler.
 func (s *Simulation) runSleepy(n uint64) error {
-	for end := s.cycle + n; s.cycle < end && !s.halt; {
+	for end := s.cycle + n; s.cycle < min(end, s.stopAt); {
 		s.stepSleepy(end)
 	}
-	return s.fault
+	return s.failure()
 }
 
 // hasIns reports whether the unit has a connected in-port.
@@ -430,14 +443,15 @@ func (p *InPort[T]) nextArrive() uint64 {
 	return none
 }
 
-// arm makes every push on the port's connections call arrival: lim 0
-// (which no other state of lim is) sends push and broadcast to full,
+// arm makes every push on the port's connections call arrival: armed, with
+// lim 0, sends admits (on a finite-capacity edge) and push and broadcast to
+// their slow paths, none of which raises lim while armed, and push to full,
 // which then calls arrival. Arming writes only the producer's line, which
 // the receiver's drained shortcut reads too.
 func (p *InPort[T]) arm() {
 	for _, k := range p.conns {
-		if k.lim != 0 {
-			k.lim = 0
+		if !k.armed {
+			k.armed, k.lim = true, 0
 		}
 	}
 }
@@ -446,20 +460,17 @@ func (p *InPort[T]) arm() {
 // cycle c to the scheduler, unless the push overflows (then nothing
 // arrives, and the run stops at the end of c). The first push after the
 // receiver woke disarms the connection instead, so that waking costs no
-// pass over the receiver's connections: a finite-capacity connection gets
-// back its none, an unlimited one 1, which makes its next push compute the
-// limit again (no push can overflow before the first). The receiver's waiting changes only between its ticks (in
-// the parallel engine, between cycles), so it is stable while the sender
-// reads it.
+// pass over the receiver's connections; lim stays 0, so the next admits
+// (finite capacity) or push (unlimited) computes it again from the credits
+// (no push can overflow before the first). The receiver's waiting changes
+// only between its ticks (in the parallel engine, between cycles), so it
+// is stable while the sender reads it.
 func (k *conn[T]) arrival(c uint64) bool {
 	if k.capacity == 0 && k.pushes >= k.credits(c)+UnboundedDepth {
 		return true
 	}
 	if !k.in.u.waiting {
-		k.lim = 1
-		if k.capacity != 0 {
-			k.lim = none
-		}
+		k.armed = false
 		return false
 	}
 	k.out.u.sim.sleep.arrival(k.out.u, k.in.u, c, c+uint64(k.delay))

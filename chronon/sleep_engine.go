@@ -154,7 +154,7 @@ func (e *engine) openSleepy(c uint64) {
 		l.run = l.run[:0]
 	}
 	for {
-		if o := &s.obs; c == o.next && !e.panicked(c) {
+		if o := &s.obs; c == o.next && !e.hasPanic(c) {
 			o.observe(s, c)
 		}
 		if e.untilDone && allDone(e.doners) {
@@ -266,7 +266,7 @@ func (w *worker) runSleepy(c uint64, cl *sleepCluster) {
 	var u *unitState
 	defer func() {
 		if r := recover(); r != nil {
-			w.e.fail(stopKey{c, kindPanic, u.pos}, &UnitError{Unit: u.name, Cycle: c, Value: r})
+			w.e.panicked(stopKey{c, u.pos}, &UnitError{Unit: u.name, Cycle: c, Value: r})
 		}
 	}()
 	order := w.e.sim.order

@@ -157,10 +157,11 @@ func (n *snode) Tick() {
 
 // stressSpec is one random topology: what stressTopology builds.
 type stressSpec struct {
-	units []stressUnit
-	conns []stressConn
-	flood int // a unit that a flooder overflows (see flooder); -1: none
-	nap   napMode
+	units     []stressUnit
+	conns     []stressConn
+	flood     int // a unit that a flooder overflows (see flooder); -1: none
+	lookahead int // WithMaxLookahead
+	nap       napMode
 }
 
 // flooder sends floodRate messages a cycle on an unlimited edge, so that a
@@ -261,6 +262,24 @@ func newStressSpec(seed uint64) stressSpec {
 			}
 		}
 	}
+	// Six topologies in ten have a lookahead beyond 1 (a stream of their
+	// own, so the topologies above stay those of earlier sessions) and then
+	// long-delay edges, which the lookahead engine runs ahead on: edges
+	// between the two halves of the units get at least the lookahead (so
+	// that the engine can cut there), some others up to twice it.
+	r = mix(seed ^ 0x10ca)
+	sp.lookahead = []int{1, 1, 1, 1, 2, 3, 4, 8, 8, 16}[next(10)]
+	if sp.lookahead > 1 {
+		for i := range sp.conns {
+			c := &sp.conns[i]
+			switch {
+			case c.from*2/n != c.to*2/n:
+				c.delay += sp.lookahead + int(next(uint64(sp.lookahead)))
+			case c.delay > 0 && next(2) == 0:
+				c.delay += int(next(uint64(2 * sp.lookahead)))
+			}
+		}
+	}
 	return sp
 }
 
@@ -278,7 +297,7 @@ func (sp stressSpec) stops() bool {
 // connects in the spec's order, so that connection ids, and with them
 // fan-in order, are the same for every perm.
 func (sp stressSpec) build(perm []int, quiet bool) (*chronon.Simulation, error) {
-	s := chronon.New()
+	s := chronon.New(chronon.WithMaxLookahead(sp.lookahead))
 	nodes := make([]*snode, len(sp.units))
 	units := make([]chronon.Unit, len(sp.units))
 	for i, u := range sp.units {
@@ -357,12 +376,20 @@ func (sp stressSpec) run(perm []int, quiet bool, chain []stressStep) (outcome, e
 		if st.segment != 0 {
 			chronon.SetSegmentCycles(s, st.segment)
 		}
-		if runErr = s.Run(st.cycles); runErr != nil {
+		runErr = s.Run(st.cycles)
+		if _, _, _, ok := chronon.LookaheadStats(s); ok {
+			lookaheadRuns.Add(1)
+		}
+		if runErr != nil {
 			break
 		}
 	}
 	return stressOutcome(s, runErr), nil
 }
+
+// lookaheadRuns counts the runs of a chain step made by the lookahead
+// engine (a lookahead above 1 and more than one worker).
+var lookaheadRuns atomic.Int64
 
 // stressOutcome is the outcome of a finished run (see scenario.outcome).
 func stressOutcome(s *chronon.Simulation, err error) outcome {
@@ -563,7 +590,8 @@ func TestStressDifferential(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d topologies (%d flooded), %d runs", seeds, overflows, runs)
+	t.Logf("%d topologies (%d flooded), %d runs, %d run steps on the lookahead engine", seeds, overflows, runs, lookaheadRuns.Load())
+	require.Positive(t, lookaheadRuns.Load(), "the lookahead engine must be exercised")
 }
 
 // observed runs a stress topology with counters and a trace and returns

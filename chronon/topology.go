@@ -17,7 +17,7 @@ import (
 type Config struct {
 	Cycles       uint64 // cycles to run; 0 means until a unit terminates
 	Workers      int    // worker goroutines for Simulation.SetWorkers; 1 (the default) is sequential
-	MaxLookahead uint64 // accepted for compatibility; the parallel engine's lookahead is always 1 cycle
+	MaxLookahead uint64 // the simulation's lookahead (WithMaxLookahead), applied by Parse and Load
 	// Effective is the topology as built: groups and buses expanded,
 	// parameter overrides applied (see Effective.YAML).
 	Effective *Effective
@@ -184,6 +184,9 @@ func (l *loader) load(src []byte) error {
 			return err
 		}
 	}
+	if l.cfg.MaxLookahead != 0 {
+		l.sim.cfg.lookahead = int(l.cfg.MaxLookahead) // the file's, over WithMaxLookahead
+	}
 	if err := l.sim.Build(); err != nil {
 		return err // a CycleError names each edge with its file:line
 	}
@@ -205,7 +208,9 @@ func (l *loader) simulation(n *yaml.Node) error {
 				return at(v, "workers must be at least 1, not %d", l.cfg.Workers)
 			}
 		case "max_lookahead":
-			err = v.Decode(&l.cfg.MaxLookahead)
+			if err = v.Decode(&l.cfg.MaxLookahead); err == nil && l.cfg.MaxLookahead > MaxLookahead {
+				return at(v, "max_lookahead must be 0 to %d, not %d", MaxLookahead, l.cfg.MaxLookahead)
+			}
 		default:
 			return at(k, "unknown simulation key %q (want cycles, workers, max_lookahead)", k.Value)
 		}

@@ -145,10 +145,14 @@ func (t *tracer) flush(s *Simulation) {
 }
 
 // cut drops the buffered events of cycle c from units after plan position
-// pos (see Close).
+// pos, and of later cycles from every unit (see Close).
 func (t *tracer) cut(s *Simulation, c uint64, pos int) {
-	for _, u := range s.order[pos+1:] {
-		u.events = slices.DeleteFunc(u.events, func(e traceEvent) bool { return e.at >= c })
+	for i, u := range s.order {
+		from := c + 1 // the lookahead engine may have run units before the panicking one past its cycle
+		if i > pos {
+			from = c
+		}
+		u.events = slices.DeleteFunc(u.events, func(e traceEvent) bool { return e.at >= from })
 	}
 }
 

@@ -32,11 +32,11 @@ func TestAdmitsNIsRepeatedAdmits(t *testing.T) {
 		k.pops = next(k.pushes + 1)
 		if next(2) == 0 {
 			k.popCycle = c
-			k.cyclePops = uint32(next(k.pops + 1))
+			k.popsBefore = k.pops - next(k.pops+1)
 		}
 		for n := range uint64(6) {
 			sim := &conn[uint64]{capacity: k.capacity, rate: k.rate, dff: k.dff, pushes: k.pushes, cyclePushes: k.cyclePushes,
-				pushCycle: k.pushCycle, pops: k.pops, cyclePops: k.cyclePops, popCycle: k.popCycle}
+				pushCycle: k.pushCycle, pops: k.pops, popsBefore: k.popsBefore, popCycle: k.popCycle}
 			want := true
 			for range n {
 				if !sim.admits(c) {
@@ -45,8 +45,8 @@ func TestAdmitsNIsRepeatedAdmits(t *testing.T) {
 				}
 				sim.record(c)
 			}
-			require.Equal(t, want, k.admitsN(c, n), "capacity %d rate %d dff %v pushes %d (%d in cycle %d) pops %d (%d in cycle %d), n=%d",
-				k.capacity, k.rate, k.dff, k.pushes, k.cyclePushes, k.pushCycle, k.pops, k.cyclePops, k.popCycle, n)
+			require.Equal(t, want, k.admitsN(c, n), "capacity %d rate %d dff %v pushes %d (%d in cycle %d) pops %d (%d before cycle %d), n=%d",
+				k.capacity, k.rate, k.dff, k.pushes, k.cyclePushes, k.pushCycle, k.pops, k.popsBefore, k.popCycle, n)
 		}
 	}
 }

@@ -26,7 +26,8 @@ type Doner interface {
 }
 
 // Termination is a unit's request to end the run. The first request wins;
-// the engine stops at the end of the cycle in which it was made.
+// the engine stops at the end of the cycle in which it was made or, with a
+// lookahead L > 1 (WithMaxLookahead), at the end of L-1 cycles later.
 type Termination struct {
 	Unit    string // the requesting unit
 	Cycle   uint64 // the cycle of the request
@@ -62,13 +63,13 @@ func (b *Base) Terminate(reason string, code int, message string) {
 		return
 	}
 	t := Termination{Unit: b.u.name, Cycle: b.u.cycle, Reason: reason, Code: code, Message: message}
-	if e := s.par; e != nil {
-		e.terminate(stopKey{t.Cycle, kindTerm, b.u.pos}, t)
+	if st := s.par; st != nil {
+		st.terminate(stopKey{t.Cycle, b.u.pos}, t)
 		return
 	}
 	s.termVal = t
 	s.term = &s.termVal
-	s.halt = true
+	s.stopAt = min(s.stopAt, t.Cycle+s.lookahead)
 }
 
 // unitState is the engine's record of one unit. Ports point at it to read
@@ -86,6 +87,7 @@ type unitState struct {
 	events []traceEvent
 	outs   []outPortAny
 	ins    []inPortAny
+	lw     *laWorker // the unit's worker under the lookahead engine
 
 	// Sleeping (sleep.go): whether it is a Sleeper; its clock; the cycle of
 	// its next tick (none: asleep until a message arrives, or for good);

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,7 +27,7 @@ func (s *Simulation) SetWorkers(n int) error {
 	}
 	s.workers, s.eng, s.seqReason, s.calibrated = n, nil, "", false
 	s.seqPer, s.seqLeft, s.backoff = 0, 0, 0
-	s.setParallel(nil)
+	s.setParallel(nil, nil)
 	if n == 1 {
 		return nil
 	}
@@ -35,8 +36,42 @@ func (s *Simulation) SetWorkers(n int) error {
 		s.info("chronon: running sequentially", "workers", n, "reason", r)
 		return nil
 	}
-	s.eng = newEngine(s, n, func(cl int) int64 { return clusterCost(s, cl) })
+	s.eng = s.newParallel(n, func(cl int) int64 { return clusterCost(s, cl) })
 	return nil
+}
+
+// parallelEngine is a parallel engine: the barrier engine (engine.go) for
+// a lookahead of 1, the lookahead engine (lookahead.go) beyond.
+type parallelEngine interface {
+	// run runs cycles up to end (exclusive), or until every Doner is done
+	// when untilDone (the barrier engine only), and reports the latter.
+	run(end uint64, untilDone bool) (allDone bool)
+	size() int // workers
+}
+
+// newParallel returns the parallel engine for the simulation's lookahead,
+// its clusters partitioned over at most n workers by cost. The lookahead
+// engine pays off only if every worker may run ahead of every other by two
+// cycles or more: where two workers are joined by a delay-1 edge they
+// synchronize every cycle anyway, and the barrier engine then does better,
+// since its workers claim each other's clusters when the host deschedules
+// one (measured on the CPU pipeline under load: 0.7-1.2 us a cycle against
+// 2.3-4.3 us). Both engines follow the same stop rules, so the choice
+// changes no result.
+func (s *Simulation) newParallel(n int, cost func(cl int) int64) parallelEngine {
+	for _, u := range s.units {
+		u.lw = nil
+	}
+	if s.lookahead > 1 && s.maySleep() {
+		// The lookahead engine has no sleeping scheduler: the barrier
+		// engine's (sleep_engine.go) keeps the results.
+		s.info("chronon: lockstep engine", "lookahead", s.lookahead, "reason", "sleeping units or clocks")
+	} else if s.lookahead > 1 {
+		if part := cutPartition(s, n, cost); minLag(s, part) > 1 {
+			return newLookahead(s, part)
+		}
+	}
+	return newEngine(s, n, cost)
 }
 
 // DefaultParallelThreshold is the default of SetParallelThreshold.
@@ -70,7 +105,7 @@ func (s *Simulation) Engine() (workers int, reason string) {
 	if s.eng == nil {
 		return 1, s.seqReason
 	}
-	return len(s.eng.workers), ""
+	return s.eng.size(), ""
 }
 
 // unsafeReason checks the static safety rules.
@@ -107,9 +142,11 @@ func newEngine(s *Simulation, n int, cost func(cl int) int64) *engine {
 			e.doners = append(e.doners, d)
 		}
 	}
-	s.setParallel(s.plan.cluster)
+	s.setParallel(s.plan.cluster, nil)
 	return e
 }
+
+func (e *engine) size() int { return len(e.workers) }
 
 // clusterCost estimates a cluster's tick cost: one per unit and one per
 // connection it receives on (fan-in merges are the costliest receive).
@@ -155,32 +192,42 @@ func partition(clusters [][]int, n int, cost func(int) int64) [][]int {
 	return part
 }
 
-// setParallel prepares the ports for the parallel engine, clusterOf giving
-// each unit's cluster, or for the sequential engine when clusterOf is nil.
-// Clusters move between workers from cycle to cycle, so every connection
-// between clusters is treated as crossing workers.
-func (s *Simulation) setParallel(clusterOf []int) {
+// setParallel prepares the ports for a parallel engine, groupOf giving each
+// unit's group of units that run on one goroutine in a cycle, or for the
+// sequential engine when groupOf is nil. Under the barrier engine a group
+// is a cluster: clusters move between workers from cycle to cycle, so every
+// connection between clusters is treated as crossing workers. Under the
+// lookahead engine it is a worker, and prog gives each worker's progress.
+func (s *Simulation) setParallel(groupOf []int, prog []*atomic.Uint64) {
 	for _, in := range s.ins {
-		in.setParallel(clusterOf)
+		in.setParallel(groupOf, prog)
 	}
 }
 
-// setParallel marks the port's connections from another cluster as cross
-// and shared, publishing the current counts and ledger.
-func (p *InPort[T]) setParallel(workerOf []int) {
+// setParallel marks the port's connections from another group as cross,
+// publishing the current counts and credits.
+func (p *InPort[T]) setParallel(groupOf []int, prog []*atomic.Uint64) {
+	p.waits = false
 	for _, k := range p.conns {
-		k.cross = workerOf != nil && workerOf[k.out.u.index] != workerOf[p.u.index]
+		k.cross = groupOf != nil && groupOf[k.out.u.index] != groupOf[p.u.index]
 		k.pubPushes.Store(k.pushes)
+		k.rprog, k.pprog = nil, nil
 		if !k.cross {
 			continue
 		}
-		if k.pub == nil {
-			k.pub = new(ledger)
+		if prog != nil {
+			k.rprog, k.pprog = prog[groupOf[p.u.index]], prog[groupOf[k.out.u.index]]
+			p.waits = true
 		}
-		k.pub.prev.Store(k.pops - uint64(k.cyclePops))
-		k.pub.cycle.Store(k.popCycle)
-		k.pub.pops.Store(k.pops)
+		k.clog = newCycleLog(2*int(k.in.u.sim.lookahead) + 2) // see credits
+		if k.popsBefore > 0 {
+			k.clog.advance(k.popCycle-1, k.popsBefore) // any cycle before popCycle will do
+		}
+		if k.pops > k.popsBefore {
+			k.clog.advance(k.popCycle, k.pops)
+		}
 	}
+	p.setGap()
 }
 
 func (p *InPort[T]) connCount() int { return len(p.conns) }

@@ -48,6 +48,27 @@ func TestParallelMatchesSequential(t *testing.T) {
 	}
 }
 
+// withLookahead sets the topology's max_lookahead.
+func withLookahead(src []byte, la int) []byte {
+	return bytes.Replace(src, []byte("  workers: 1\n"), fmt.Appendf(nil, "  workers: 1\n  max_lookahead: %d\n", la), 1)
+}
+
+// TestLookaheadMatchesSequential is TestParallelMatchesSequential with a
+// lookahead of 4: the parallel engine against the sequential engine with
+// the same lookahead (the run ends 3 cycles after the commit target). The
+// pipeline's delay-1 feedback keeps every worker within a cycle of the
+// others, so the barrier engine runs it (see Simulation.newParallel).
+func TestLookaheadMatchesSequential(t *testing.T) {
+	src := withLookahead(small(20000), 4)
+	want := runWorkers(t, src, 1)
+	plain := runWorkers(t, small(20000), 1)
+	require.Equal(t, plain.cycle+3, want.cycle, "the stop latency")
+	for _, w := range []int{2, 3, 8} {
+		got := runWorkers(t, src, w)
+		require.Equal(t, want, outcome{got.cycle, got.digest, got.message, want.workers}, "%d workers", w)
+	}
+}
+
 // BenchmarkPipelineWorkers runs the reference pipeline with 1 (the
 // sequential engine), 2 and 8 workers, as configured (the calibration keeps
 // the sequential engine: a cycle is under the threshold), and with 2
