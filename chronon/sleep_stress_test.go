@@ -236,3 +236,30 @@ func TestSleepingCrossWorkerWakes(t *testing.T) {
 	}
 	require.Positive(t, crossed)
 }
+
+// TestSleepingLookaheadLockstep: with a lookahead beyond 1, a model with
+// sleeping units runs on the lockstep engine, not the lookahead engine,
+// and gives the sequential results (stops L-1 cycles late included).
+func TestSleepingLookaheadLockstep(t *testing.T) {
+	par := 0
+	for seed := uint64(9100); seed < 9106; seed++ {
+		sp := newNapSpec(seed, napAPI)
+		sp.lookahead = 4
+		want, err := sp.run(nil, false, []stressStep{{workers: 1, cycles: stressCycles}})
+		require.NoError(t, err)
+		s, err := sp.build(nil, false)
+		require.NoError(t, err)
+		s.SetParallelThreshold(0)
+		require.NoError(t, s.SetWorkers(4))
+		if w, _ := s.Engine(); w >= 2 {
+			par++
+		}
+		got := stressOutcome(s, s.Run(stressCycles))
+		_, _, _, la := chronon.LookaheadStats(s)
+		require.False(t, la, "seed %d: a sleeping model on the lookahead engine", seed)
+		if d := firstDivergence(want, got); d != "" {
+			t.Fatalf("seed %d, lookahead 4, 4 workers against sequential: %s", seed, d)
+		}
+	}
+	require.Positive(t, par, "some runs must be parallel")
+}
