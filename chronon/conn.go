@@ -54,7 +54,7 @@ type conn[T any] struct {
 	flane       *frontier.Lane[lmsg[T]] // fan-in destination
 	pushes      uint64                  // total pushes
 	pushCycle   uint64                  // cycle of the last push
-	lim         uint64                  // push count from which the producer consults the credits (see admits and full)
+	lim         uint64                  // push count from which the producer consults the credits (see admits and full); 0 while armed
 	delay       uint32
 	rate        uint32 // 0: unlimited
 	capacity    uint32 // 0: unlimited
@@ -68,6 +68,10 @@ type conn[T any] struct {
 	// receiver its pop credits in clog, which the producer reads for
 	// admission and overflow. It is set between runs only.
 	cross bool
+	// armed is set while the receiver sleeps until a message arrives (see
+	// InPort.arm): lim then stays 0, so every push reaches full, which
+	// reports it (arrival); the admission slow path leaves lim alone.
+	armed bool
 
 	// The second line: the published push count (producer-written), then
 	// cold fields, for building and error reports. It keeps the producer's
@@ -158,7 +162,8 @@ func (k *conn[T]) fits(c uint64) bool {
 
 // admitsSlow is admits when fits does not decide: the rate, then the
 // occupancy from the credits (an unlimited edge near its depth, whose
-// overflow push decides, admits). It raises lim.
+// overflow push decides, admits). It raises lim, unless the connection is
+// armed (see arrival).
 func (k *conn[T]) admitsSlow(c uint64) bool {
 	if k.rate != 0 && k.pushCycle == c && k.cyclePushes >= k.rate {
 		return false
@@ -178,7 +183,9 @@ func (k *conn[T]) admitsSlow(c uint64) bool {
 	default:
 		cr = k.pops
 	}
-	k.lim = cr + uint64(k.capacity)
+	if !k.armed {
+		k.lim = cr + uint64(k.capacity)
+	}
 	occ := k.pushes - cr
 	if k.dff {
 		before := k.pushes
@@ -203,7 +210,9 @@ func (k *conn[T]) roomFinal(c uint64) bool {
 	}
 	if q := k.rprog.Load(); q < c {
 		if cr := k.clog.before(q); k.pushes-cr < uint64(k.capacity) {
-			k.lim = cr + uint64(k.capacity)
+			if !k.armed {
+				k.lim = cr + uint64(k.capacity)
+			}
 			return true
 		}
 	}
@@ -250,8 +259,12 @@ func (k *conn[T]) push(c uint64, epoch uint32, v *T) {
 // physical pops too. Callers test pushes >= lim first, which is false until
 // the backlog over the credits last read could reach the depth. On a
 // finite-capacity edge, whose admission bounds its backlog, lim serves
-// admits and full is always false.
+// admits and full is always false. A connection armed for a sleeping
+// receiver keeps lim 0, so all its pushes come here (see arrival).
 func (k *conn[T]) full(c uint64) bool {
+	if k.armed {
+		return k.arrival(c)
+	}
 	if k.capacity != 0 {
 		return false
 	}

@@ -16,6 +16,7 @@ type Effective struct {
 type EffectiveUnit struct {
 	Name, Type string
 	Params     *yaml.Node // nil: none
+	Clock      Clock      // the zero Clock: every cycle
 }
 
 // EffectiveConnection is one connection of an Effective topology.
@@ -31,6 +32,7 @@ func (e *Effective) YAML(sim Config) ([]byte, error) {
 		Name   string     `yaml:"name"`
 		Type   string     `yaml:"type"`
 		Params *yaml.Node `yaml:"params,omitempty"`
+		Clock  *Clock     `yaml:"clock,omitempty,flow"`
 	}
 	type conn struct {
 		From     string `yaml:"from"`
@@ -59,7 +61,11 @@ func (e *Effective) YAML(sim Config) ([]byte, error) {
 		if p != nil {
 			p = flow(p)
 		}
-		doc.Units = append(doc.Units, unit{u.Name, u.Type, p})
+		var ck *Clock
+		if u.Clock != (Clock{}) {
+			ck = &u.Clock
+		}
+		doc.Units = append(doc.Units, unit{u.Name, u.Type, p, ck})
 	}
 	for _, c := range e.Connections {
 		doc.Connections = append(doc.Connections, conn(c))

@@ -67,6 +67,7 @@ type engine struct {
 	done atomic.Uint64 // clusters finished since start
 	_    [cacheLine - 8]byte
 	m    *pressure.Manager
+	sl   *sleepRun // with sleeping units (sleep_engine.go)
 
 	stops
 }
@@ -128,15 +129,26 @@ func (e *engine) run(end uint64, untilDone bool) (allDone bool) {
 		w.st = st
 	}
 	s.par = &e.stops
-	e.open(s.cycle)
+	loop := (*worker).loop
+	if s.sleep != nil {
+		loop = (*worker).loopSleepy
+		s.sleep.par = e
+		e.sleepStart()
+		e.openSleepy(s.cycle)
+	} else {
+		e.open(s.cycle)
+	}
 	var wg sync.WaitGroup
 	for _, w := range e.workers[1:] {
-		wg.Go(w.loop)
+		wg.Go(func() { loop(w) })
 	}
-	e.workers[0].loop()
+	loop(e.workers[0])
 	wg.Wait()
 	e.m.Close()
 	s.par = nil
+	if s.sleep != nil {
+		s.sleep.par = nil
+	}
 	e.finish(s, e.gate.Load()>>1)
 	return e.allDone
 }
@@ -193,10 +205,14 @@ func (w *worker) await(c uint64) uint64 {
 // and single clusters at the end of the cycle, so that a worker that runs
 // out of work waits for at most one cluster of another's.
 func (l *clusterList) take(c uint64) (lo, hi uint64, ok bool) {
-	n := uint64(len(l.clusters))
+	return claimChunk(&l.claim, c, uint64(len(l.clusters)), l.chunk)
+}
+
+// claimChunk is take on a claim counter over n clusters.
+func claimChunk(claim *atomic.Uint64, c, n, chunk uint64) (lo, hi uint64, ok bool) {
 	tag := (c + 1) << idxBits
 	for {
-		v := l.claim.Load()
+		v := claim.Load()
 		switch {
 		case v < tag: // first claim in cycle c
 			lo = 0
@@ -208,8 +224,8 @@ func (l *clusterList) take(c uint64) (lo, hi uint64, ok bool) {
 		if lo >= n {
 			return 0, 0, false
 		}
-		hi = lo + max(1, min(l.chunk, (n-lo)/4))
-		if l.claim.CompareAndSwap(v, tag|hi) {
+		hi = lo + max(1, min(chunk, (n-lo)/4))
+		if claim.CompareAndSwap(v, tag|hi) {
 			return lo, hi, true
 		}
 	}

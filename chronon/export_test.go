@@ -41,6 +41,10 @@ func ForgetIdle(s *Simulation) {
 	}
 }
 
+// SleepWakes returns how many sleeping units an arrival woke, and how many
+// of those in the parallel engine by a sender on another worker's list.
+func SleepWakes(s *Simulation) (all, crossed uint64) { return s.sleepWakes() }
+
 // LookaheadStats returns, summed over the lookahead engine's workers, the
 // cycles they ran, their synchronizations between cycles (loads of another
 // worker's progress that the cached one could not spare) and their waits

@@ -364,6 +364,8 @@ type inPortAny interface {
 	connCount() int
 	unboundedConn() string
 	forgetIdle()
+	nextArrive() uint64
+	arm()
 }
 
 // setGap sets gap: the smallest delay d of the port's connections, at

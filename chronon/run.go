@@ -108,6 +108,9 @@ const (
 // runSeq runs up to n cycles with the sequential engine.
 func (s *Simulation) runSeq(n uint64) (err error) {
 	defer s.recoverUnit(&err)
+	if s.sleep != nil {
+		return s.runSleepy(n)
+	}
 	for end := s.cycle + n; s.cycle < min(end, s.stopAt); {
 		s.step()
 	}
@@ -171,6 +174,9 @@ func (s *Simulation) calibrate(n uint64) uint64 {
 		s.setParallel(nil, nil)
 		s.info("chronon: running sequentially", "workers", s.workers, "reason", s.seqReason)
 		return n - ran
+	}
+	if s.sleep != nil {
+		return n - ran // timing every Tick would tick sleeping units: keep the static partition
 	}
 	cost := make([]time.Duration, len(s.units))
 	c1 := s.cycle
@@ -244,6 +250,10 @@ func (s *Simulation) RunUntilDone(max uint64) (err error) {
 		}
 		if s.cycle == end {
 			return fmt.Errorf("%w: %d cycles without every unit done", ErrCycleLimit, max)
+		}
+		if s.sleep != nil {
+			s.stepSleepy(end)
+			continue
 		}
 		s.step()
 	}

@@ -44,8 +44,9 @@ type Simulation struct {
 
 	obs     observer
 	cfg     simConfig
-	derived []*derived // see DeriveCounter
-	lg      *simLog    // the units' log; nil without WithLogger
+	derived []*derived  // see DeriveCounter
+	lg      *simLog     // the units' log; nil without WithLogger
+	sleep   *sleepSched // the sleeping scheduler; nil when no unit may sleep
 }
 
 // edge is the untyped record of a connection, for validation and planning.
@@ -189,6 +190,7 @@ func (s *Simulation) Build() (err error) {
 	if s.lg != nil {
 		s.lg.prepare(s.units)
 	}
+	s.initSleep()
 	defer s.recoverUnit(&err)
 	for _, u := range s.order {
 		if i, ok := u.unit.(Initer); ok {

@@ -161,6 +161,7 @@ type stressSpec struct {
 	conns     []stressConn
 	flood     int // a unit that a flooder overflows (see flooder); -1: none
 	lookahead int // WithMaxLookahead
+	nap       napMode
 }
 
 // flooder sends floodRate messages a cycle on an unlimited edge, so that a
@@ -182,6 +183,7 @@ func (f *flooder) Tick() {
 type stressUnit struct {
 	seed, sendP, lazy, burst, cancP, termAt, panAt uint64
 	hold                                           bool
+	nap                                            napSpec // sleeping (sleep_stress_test.go)
 }
 
 type stressConn struct {
@@ -297,8 +299,10 @@ func (sp stressSpec) stops() bool {
 func (sp stressSpec) build(perm []int, quiet bool) (*chronon.Simulation, error) {
 	s := chronon.New(chronon.WithMaxLookahead(sp.lookahead))
 	nodes := make([]*snode, len(sp.units))
+	units := make([]chronon.Unit, len(sp.units))
 	for i, u := range sp.units {
-		nodes[i] = &snode{seed: u.seed, sendP: u.sendP, lazy: u.lazy, burst: u.burst, cancP: u.cancP, hold: u.hold}
+		nodes[i], units[i] = sp.node(u)
+		*nodes[i] = snode{seed: u.seed, sendP: u.sendP, lazy: u.lazy, burst: u.burst, cancP: u.cancP, hold: u.hold}
 		if !quiet {
 			nodes[i].termAt, nodes[i].panAt = u.termAt, u.panAt
 		}
@@ -317,7 +321,10 @@ func (sp stressSpec) build(perm []int, quiet bool) (*chronon.Simulation, error) 
 		if perm != nil {
 			i = perm[k]
 		}
-		if err := s.Add(fmt.Sprintf("u%d", i), nodes[i]); err != nil {
+		if err := s.Add(fmt.Sprintf("u%d", i), units[i]); err != nil {
+			return nil, err
+		}
+		if err := sp.setClock(s, i); err != nil {
 			return nil, err
 		}
 	}
@@ -475,7 +482,11 @@ func reverse(n int) []int {
 // par simulations running at once. It returns the runs made and the first
 // divergence, described with everything needed to reproduce it.
 func stressSeed(seed uint64, reps, par int) (runs int, fail string) {
-	sp := newStressSpec(seed)
+	return stressSpecSeed(newStressSpec(seed), seed, reps, par)
+}
+
+// stressSpecSeed is stressSeed for the topology sp of seed.
+func stressSpecSeed(sp stressSpec, seed uint64, reps, par int) (runs int, fail string) {
 	ref := func(perm []int, quiet bool) outcome {
 		o, err := sp.run(perm, quiet, []stressStep{{workers: 1, cycles: stressCycles}})
 		if err != nil {

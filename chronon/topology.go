@@ -68,6 +68,7 @@ func Load(path string, reg *Registry, opts ...LoadOption) (*Simulation, Config, 
 //	  - name: fetch
 //	    type: cpu.fetch    # a type registered in reg
 //	    params: {width: 4} # decoded into the type's params struct
+//	    clock: {period: 2, phase: 1} # optional: ticks in odd cycles only
 //	  - group: core0       # units named core0.<name>; groups nest
 //	    units: [...]
 //	    connections: [...] # ports named relative to the group
@@ -234,7 +235,7 @@ func (l *loader) units(n *yaml.Node) error {
 			}
 			continue
 		}
-		var name, typ, params *yaml.Node
+		var name, typ, params, clock *yaml.Node
 		for i := 0; i < len(u.Content); i += 2 {
 			k, v := u.Content[i], u.Content[i+1]
 			switch k.Value {
@@ -244,8 +245,10 @@ func (l *loader) units(n *yaml.Node) error {
 				typ = v
 			case "params":
 				params = v
+			case "clock":
+				clock = v
 			default:
-				return at(k, "unknown unit key %q (want name, type, params; or group, units, connections)", k.Value)
+				return at(k, "unknown unit key %q (want name, type, params, clock; or group, units, connections)", k.Value)
 			}
 		}
 		if name == nil || name.Value == "" {
@@ -263,7 +266,13 @@ func (l *loader) units(n *yaml.Node) error {
 		if params, err = l.override(full, ut, params); err != nil {
 			return err
 		}
-		l.eff.Units = append(l.eff.Units, EffectiveUnit{Name: full, Type: typ.Value, Params: params})
+		var ck Clock
+		if clock != nil {
+			if err := decodeClock(clock, &ck); err != nil {
+				return err
+			}
+		}
+		l.eff.Units = append(l.eff.Units, EffectiveUnit{Name: full, Type: typ.Value, Params: params, Clock: ck})
 		var unit Unit
 		unit, err = ut.make(full, params)
 		if err != nil {
@@ -276,6 +285,9 @@ func (l *loader) units(n *yaml.Node) error {
 		}
 		if err := l.sim.Add(l.prefix+name.Value, unit); err != nil {
 			return at(name, "%v", err)
+		}
+		if err := l.sim.SetClock(full, ck); err != nil {
+			return at(clock, "%v", err)
 		}
 	}
 	return nil

@@ -88,6 +88,19 @@ type unitState struct {
 	outs   []outPortAny
 	ins    []inPortAny
 	lw     *laWorker // the unit's worker under the lookahead engine
+
+	// Sleeping (sleep.go): whether it is a Sleeper; its clock; the cycle of
+	// its next tick (none: asleep until a message arrives, or for good);
+	// the requests of the current Tick (until 0: none); whether it waits
+	// for an arrival (its in-connections report pushes, see conn.arrival); 1 + the cycle it last ticked in (0:
+	// none), against duplicate entries.
+	sleeper bool
+	clock   Clock
+	next    uint64
+	ran     uint64
+	until   uint64
+	onRecv  bool
+	waiting bool
 }
 
 // Reporter is implemented by units that summarize their state at the end of

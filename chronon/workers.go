@@ -62,7 +62,11 @@ func (s *Simulation) newParallel(n int, cost func(cl int) int64) parallelEngine 
 	for _, u := range s.units {
 		u.lw = nil
 	}
-	if s.lookahead > 1 {
+	if s.lookahead > 1 && s.maySleep() {
+		// The lookahead engine has no sleeping scheduler: the barrier
+		// engine's (sleep_engine.go) keeps the results.
+		s.info("chronon: lockstep engine", "lookahead", s.lookahead, "reason", "sleeping units or clocks")
+	} else if s.lookahead > 1 {
 		if part := cutPartition(s, n, cost); minLag(s, part) > 1 {
 			return newLookahead(s, part)
 		}
