@@ -215,28 +215,16 @@ func cutPartition(s *Simulation, n int, measured func(cl int) int64) [][]int {
 		total += c
 	}
 	for t := s.lookahead; t > 1; t-- {
-		parent := make([]int, ncl)
-		for i := range parent {
-			parent[i] = i
-		}
-		find := func(x int) int {
-			for parent[x] != x {
-				parent[x] = parent[parent[x]]
-				x = parent[x]
-			}
-			return x
-		}
+		uf := newUnionFind(ncl)
 		for _, l := range s.plan.links {
 			if l.minDelay < t {
-				if a, b := find(l.from), find(l.to); a != b {
-					parent[max(a, b)] = min(a, b)
-				}
+				uf.union(l.from, l.to)
 			}
 		}
 		var groups [][]int // clusters of each group, in plan order
 		id := make(map[int]int)
 		for cl := range ncl {
-			r := find(cl)
+			r := uf.find(cl)
 			g, ok := id[r]
 			if !ok {
 				g = len(groups)

@@ -68,29 +68,16 @@ func newPlan(n int, edges []*edge) (plan, error) {
 	}
 
 	// Clusters: connected components of the zero-delay edges (union-find).
-	parent := make([]int, n)
-	for i := range parent {
-		parent[i] = i
-	}
-	find := func(x int) int {
-		for parent[x] != x {
-			parent[x] = parent[parent[x]]
-			x = parent[x]
-		}
-		return x
-	}
+	uf := newUnionFind(n)
 	for _, e := range edges {
 		if e.delay == 0 {
-			a, b := find(e.from.index), find(e.to.index)
-			if a != b {
-				parent[max(a, b)] = min(a, b)
-			}
+			uf.union(e.from.index, e.to.index)
 		}
 	}
 	p := plan{order: order, cluster: make([]int, n)}
 	id := make(map[int]int)
 	for _, u := range order {
-		r := find(u)
+		r := uf.find(u)
 		c, ok := id[r]
 		if !ok {
 			c = len(p.clusters)
