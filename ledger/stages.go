@@ -76,7 +76,7 @@ const (
 	// maxTxEncoded is the most bytes one transaction takes in a batch
 	// (walcodec.go): encodeBatch stops only once a batch has reached its
 	// bound, so the WAL leaves this much room below wal.MaxBatch.
-	maxTxEncoded = 8 + 8 + 8 + MaxLegs*entryLen
+	maxTxEncoded = txHeaderLen + 8 + 8 + accountLen + xferLen + 8 + 4 + 2 + maxExpiryPerTx*(8+2*entryLen) + MaxLegs*entryLen
 )
 
 // Every stage loop follows one pattern: take what is ready; if nothing is,
@@ -142,6 +142,7 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 		}
 		ts := l.now()
 		x.dedup.startRun(next, ts)
+		x.beginRun(next, ts)
 		k := 0
 		wait := false // a chain's members are not all popped yet
 		for k < n {
@@ -389,6 +390,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		run = &refRun{}
 	}
 	accounts := l.visible.Load()
+	var op bookOp
 	acctBatch := l.db.NewBatch() // the account records of a batch's creations
 	defer acctBatch.Close()
 	for {
@@ -418,8 +420,19 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 			r := &recs[i]
 			// The resulting balance is stored, not added: a single atomic
 			// store per entry, and readers never see a torn value.
+			if r.extra != nil {
+				for _, e := range r.extra.exp { // the expiry scan's, first
+					l.readable[e.cell].Store(e.value)
+				}
+			}
 			for _, e := range r.entries() {
 				l.readable[e.cell].Store(e.value)
+			}
+			if (r.kind == KindTransfer || r.extra != nil) && r.bookOp(&op) {
+				if err := l.snapBook.applyOp(&op, l.closedBits.set); err != nil {
+					l.fail(err) // cannot happen: the Transactor's book did the same
+					return
+				}
 			}
 			if r.kind == KindCreateAccount && r.fail == OK {
 				acctBatch.Set(idKey(prefixAccount, accounts), encodeAccountRecord(r.account()), nil)
@@ -479,6 +492,7 @@ func (l *Ledger) takeSnapshot(at uint64, ts int64, accounts uint64, refs *refWin
 	}
 	refs.trim(at+1, nil)
 	s.txID, s.ts, s.refs, s.accounts = at, ts, refs.entries(), accounts
+	s.book = l.snapBook.encode() // as of at: a copy, O(pending transfers)
 	l.persistCh <- s
 	return true
 }
