@@ -76,6 +76,63 @@ func BenchmarkSubmitTransfers(b *testing.B) {
 	}
 }
 
+// BenchmarkSubmitPendingPost is BenchmarkSubmitTransfers with each transfer
+// two-phase: a Pending transfer, then a post of all of it naming the id
+// Submit returned; one Submit each, so ns/op and tx/s are per op (two per
+// pair), and pairs/s is the transfers completed.
+func BenchmarkSubmitPendingPost(b *testing.B) {
+	const accounts = 1_000_000
+	l, err := Open(Config{Dir: b.TempDir(), MaxAccounts: accounts})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	createPlainAccounts(b, l, accounts)
+	settle(b, l)
+	rng := rand.New(rand.NewPCG(1, 1))
+	ops := make([]Transfer, 1<<16)
+	for i := range ops {
+		from := 1 + rng.Uint64N(accounts-1)
+		ops[i] = Transfer{From: from, To: from%(accounts-1) + 1, Amount: 1 + rng.Uint64N(100), Flags: Pending}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var last TxID
+	for i := 0; i < b.N; i += 2 {
+		if last, err = l.Submit(ops[(i/2)&(len(ops)-1)]); err != nil {
+			b.Fatal(err)
+		}
+		if last, err = l.Submit(Transfer{Flags: PostPendingTransfer, PendingID: last}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := l.Wait(context.Background(), last, Committed); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+	b.ReportMetric(float64(b.N/2)/b.Elapsed().Seconds(), "pairs/s")
+	if st := l.Stats(); st.Outcomes[KindTransfer][OK] < uint64(b.N) {
+		b.Fatalf("%d of %d ops applied", st.Outcomes[KindTransfer][OK], b.N)
+	}
+}
+
+// createPlainAccounts creates accounts 1 .. n-1 in ledger 1, without
+// limits.
+func createPlainAccounts(b *testing.B, l *Ledger, n uint64) {
+	b.Helper()
+	batch := make([]Op, 0, 4096)
+	for a := uint64(1); a < n; a++ {
+		batch = append(batch, CreateAccount{ID: a, Ledger: 1})
+		if len(batch) == cap(batch) || a == n-1 {
+			if _, _, err := l.SubmitBatch(batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+}
+
 // BenchmarkSubmitChains is BenchmarkSubmitTransfers with the transfers in
 // linked chains of 4, one SubmitBatch each; ns/op and tx/s are per
 // transfer.

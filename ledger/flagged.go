@@ -218,14 +218,19 @@ func (x *executor) colsOf(s uint64) [numColumns]int64 {
 func (x *executor) resolvePending(r *request, id uint64, ts int64, rec *txRecord) FailReason {
 	f := r.tflags()
 	p, ok := x.book.m[r.pendingID()]
-	switch {
-	case !ok:
+	if !ok {
+		switch x.book.done[r.pendingID()].state {
+		case pendingPosted:
+			return PendingTransferAlreadyPosted
+		case pendingVoided:
+			return PendingTransferAlreadyVoided
+		case pendingExpired:
+			return PendingTransferExpired
+		}
 		return PendingTransferNotFound
-	case p.state == pendingPosted:
-		return PendingTransferAlreadyPosted
-	case p.state == pendingVoided:
-		return PendingTransferAlreadyVoided
-	case p.state == pendingExpired || p.expires != 0 && p.expires <= ts:
+	}
+	switch {
+	case p.expires != 0 && p.expires <= ts:
 		return PendingTransferExpired
 	case r.a != 0 && r.a != p.debit:
 		return PendingTransferHasDifferentDebitAccountID
