@@ -19,6 +19,7 @@ func (x *executor) beginRun(next uint64, ts int64) {
 	if x.book != nil {
 		x.book.prune(next, ts)
 	}
+	x.due = x.expiryDue(ts) // a pending transfer made in this run expires after ts
 }
 
 // expiryDue reports whether an open pending transfer may have expired by
@@ -47,6 +48,7 @@ func (x *executor) expire(id uint64, ts int64, rec *txRecord) {
 	if ex != nil {
 		rec.extra = ex
 	}
+	x.due = x.expiryDue(ts)
 }
 
 // release takes amt off column col of account a (slot s) for transaction
