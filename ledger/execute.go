@@ -202,7 +202,11 @@ func (x *executor) lookup(id uint64) (uint64, bool) {
 	}
 	for i := range x.tent {
 		if x.tent[i].id == id {
-			return packInfo(x.accts.n+uint64(i), &x.tent[i]), true
+			info := packInfo(x.accts.n+uint64(i), &x.tent[i])
+			if i < len(x.tentClosed) && x.tentClosed[i] { // by a closing transfer of the chain
+				info |= uint64(Closed) << 28
+			}
+			return info, true
 		}
 	}
 	return 0, false

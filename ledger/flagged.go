@@ -82,17 +82,6 @@ func (x *executor) setClosed(s uint64, on bool) {
 	x.tentClosed[i] = on
 }
 
-// lookupFlags is lookup with a tentative account's closed state.
-func (x *executor) lookupFlags(id uint64) (uint64, bool) {
-	info, ok := x.lookup(id)
-	if ok {
-		if s := infoSlot(info); s >= x.accts.n && int(s-x.accts.n) < len(x.tentClosed) && x.tentClosed[s-x.accts.n] {
-			info |= uint64(Closed) << 28
-		}
-	}
-	return info, ok
-}
-
 // flagged executes a transfer with flags.
 func (x *executor) flagged(r *request, id uint64, ts int64, rec *txRecord) FailReason {
 	if r.tflags()&resolving != 0 {
@@ -111,11 +100,11 @@ func (x *executor) flagged(r *request, id uint64, ts int64, rec *txRecord) FailR
 // ExceedsCredits, ExceedsDebits.
 func (x *executor) hold(r *request, id uint64, ts int64, rec *txRecord) FailReason {
 	f := r.tflags()
-	d, ok := x.lookupFlags(r.a)
+	d, ok := x.lookup(r.a)
 	if !ok {
 		return AccountNotFound
 	}
-	c, ok := x.lookupFlags(r.b)
+	c, ok := x.lookup(r.b)
 	if !ok {
 		return AccountNotFound
 	}

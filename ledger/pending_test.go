@@ -224,3 +224,22 @@ func TestVerifyFindsPendingMismatch(t *testing.T) {
 	_, err = Open(cfg)
 	require.ErrorIs(t, err, ErrCorrupt)
 }
+
+// TestClosingInsideAChain: an account created by a chain and closed by a
+// closing transfer of the same chain takes no transfer after it in the
+// chain (the chain then fails whole) or after the chain applied.
+func TestClosingInsideAChain(t *testing.T) {
+	l, err := Open(Config{Dir: t.TempDir(), MaxAccounts: 16, SnapshotEvery: -1})
+	require.NoError(t, err)
+	defer l.Close()
+	res := submitAll(t, l, CreateAccount{ID: 1, Ledger: 1},
+		CreateAccount{ID: 2, Ledger: 1, Linked: true}, Transfer{From: 2, To: 1, Flags: Pending | ClosingDebit, Linked: true}, Transfer{From: 2, To: 1, Amount: 1})
+	require.Equal(t, []FailReason{OK, LinkedEventFailed, LinkedEventFailed, DebitAccountAlreadyClosed}, fails(res))
+	res = submitAll(t, l, CreateAccount{ID: 2, Ledger: 1, Linked: true}, Transfer{From: 2, To: 1, Flags: Pending | ClosingDebit},
+		Transfer{From: 2, To: 1, Amount: 1}, Deposit{Account: 2, Amount: 1})
+	require.Equal(t, []FailReason{OK, OK, DebitAccountAlreadyClosed, CreditAccountAlreadyClosed}, fails(res))
+	require.Equal(t, Closed, lookup(t, l, 2).Flags)
+	res = submitAll(t, l, Transfer{Flags: VoidPendingTransfer, PendingID: res[1].ID}, Deposit{Account: 2, Amount: 1})
+	require.Equal(t, []FailReason{OK, OK}, fails(res))
+	require.Equal(t, AccountFlags(0), lookup(t, l, 2).Flags)
+}
