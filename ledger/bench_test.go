@@ -325,6 +325,67 @@ func BenchmarkExecute(b *testing.B) {
 	benchExecute(b, newDedup(DefaultDedupWindow), false)
 }
 
+// BenchmarkExecutePendingPost is BenchmarkExecute's Transactor on pending +
+// post pairs between the same accounts (without limits): a Pending
+// transfer, then a post of all of it; ns/op is per op, two per pair.
+// Resolved pending transfers are remembered for 65,536 transactions.
+func BenchmarkExecutePendingPost(b *testing.B) {
+	const accounts, lag = 1_000_000, 1 << 16
+	readable := newCells(accounts)
+	accts := newAccountTable(accounts)
+	for a := uint64(1); a < accounts; a++ {
+		accts.insert(acctMeta{id: a, ledger: 1})
+	}
+	x := &executor{readable: readable, accts: accts, ov: newOverlay(overlaySlots(DefaultRingSize), 0), dedup: newDedup(DefaultDedupWindow),
+		maxEntries: DefaultMaxEntries, book: newPendingBook(fateRetention{txs: lag})}
+	rng := rand.New(rand.NewPCG(1, 1))
+	reqs := make([]request, 1<<20)
+	for i := range reqs {
+		from := 1 + rng.Uint64N(accounts-1)
+		op := Transfer{From: from, To: from%(accounts-1) + 1, Amount: 1 + rng.Uint64N(100), Flags: Pending}
+		if i%2 == 1 {
+			op = Transfer{Flags: PostPendingTransfer, PendingID: 1}
+		}
+		if err := prepare(op, &reqs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	recs := make([]txRecord, lag)
+	snap := uint64(0)
+	snapshot := func() uint64 { return snap }
+	req := make([]request, touchAhead)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := uint64(i + 1)
+		rec := &recs[id%lag]
+		if rec.id != 0 {
+			for _, e := range rec.entries() {
+				readable[e.cell].Store(e.value)
+			}
+			snap = rec.id
+		}
+		k := i % touchAhead
+		if k == 0 {
+			j := i & (len(reqs) - 1)
+			copy(req, reqs[j:min(j+touchAhead, len(reqs))])
+			x.dedup.startRun(id, int64(id))
+			x.beginRun(id, int64(id))
+			x.touch(req)
+		}
+		r := &req[k]
+		if r.tflags()&PostPendingTransfer != 0 {
+			r.aux = id - 1 // the pending transfer just before
+		}
+		if !x.ov.room(x.entriesBound(r), snapshot, id-1) {
+			b.Fatal("overlay full")
+		}
+		x.execute(r, id, int64(id), rec)
+		if rec.fail != OK {
+			b.Fatalf("tx %d: %v", id, rec.fail)
+		}
+	}
+}
+
 // BenchmarkExecuteRefs is BenchmarkExecute with a fresh UserRef on every
 // transaction, deduplicated by the window (DedupRetention < 0) or by the
 // durable index's table (the default): the index's cost to the Transactor,
