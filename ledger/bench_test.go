@@ -97,6 +97,7 @@ func BenchmarkSubmitPendingPost(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuNanos()
 	var last TxID
 	for i := 0; i < b.N; i += 2 {
 		if last, err = l.Submit(ops[(i/2)&(len(ops)-1)]); err != nil {
@@ -112,6 +113,7 @@ func BenchmarkSubmitPendingPost(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
 	b.ReportMetric(float64(b.N/2)/b.Elapsed().Seconds(), "pairs/s")
+	b.ReportMetric(float64(cpuNanos()-cpu)/float64(b.N), "cpu-ns/op")
 	if st := l.Stats(); st.Outcomes[KindTransfer][OK] < uint64(b.N) {
 		b.Fatalf("%d of %d ops applied", st.Outcomes[KindTransfer][OK], b.N)
 	}
@@ -166,6 +168,7 @@ func BenchmarkSubmitChains(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuNanos()
 	var last TxID
 	for i := 0; i < b.N; i += 4 {
 		if _, last, err = l.SubmitBatch(chains[(i/4)&(len(chains)-1)]); err != nil {
@@ -177,6 +180,7 @@ func BenchmarkSubmitChains(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+	b.ReportMetric(float64(cpuNanos()-cpu)/float64(b.N), "cpu-ns/op")
 	if st := l.Stats(); st.Outcomes[KindTransfer][OK] < uint64(b.N) {
 		b.Fatalf("%d of %d transfers applied", st.Outcomes[KindTransfer][OK], b.N)
 	}
@@ -199,6 +203,7 @@ func settle(b *testing.B, l *Ledger) {
 func submitCommitted(b *testing.B, l *Ledger, ops []Op) {
 	b.Helper()
 	b.ResetTimer()
+	cpu := cpuNanos()
 	var last TxID
 	var err error
 	for i := 0; i < b.N; i++ {
@@ -211,6 +216,7 @@ func submitCommitted(b *testing.B, l *Ledger, ops []Op) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+	b.ReportMetric(float64(cpuNanos()-cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkSubmitParallel is the same with GOMAXPROCS submitting goroutines
