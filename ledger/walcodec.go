@@ -150,6 +150,31 @@ func (t *walTx) entry(i int) Entry {
 	}
 }
 
+// record returns t as the pipeline carries it, without cells (the encoder
+// does not read them).
+func (t *walTx) record() txRecord {
+	r := txRecord{id: t.id, userRef: t.userRef, dupOf: t.dupOf, ts: t.ts, kind: t.kind, fail: t.fail, n: uint16(t.n)}
+	switch {
+	case t.kind == KindCreateAccount:
+		r.setAccount(t.acct)
+	case t.n > len(r.inline) || t.kind == KindComposite:
+		r.extra = make([]cellEntry, t.n)
+		for i := range r.extra {
+			r.extra[i] = toCellEntry(t.entry(i))
+		}
+	default:
+		for i := 0; i < t.n; i++ {
+			r.inline[i] = toCellEntry(t.entry(i))
+		}
+	}
+	return r
+}
+
+// toCellEntry is e as the encoder takes it (the cell is not encoded).
+func toCellEntry(e Entry) cellEntry {
+	return cellEntry{acct: e.Account, delta: e.Delta, value: e.Value, col: e.Column}
+}
+
 func (t *walTx) result() Result {
 	r := Result{ID: TxID(t.id), Kind: t.kind, Fail: t.fail, UserRef: t.userRef, DupOf: TxID(t.dupOf), Timestamp: t.ts}
 	if t.kind == KindCreateAccount {

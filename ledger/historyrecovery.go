@@ -1,0 +1,298 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// indexPrefixes are the prefixes of every index key (historyindex.go).
+var indexPrefixes = [...]byte{prefixBlock, prefixBlockTime, prefixTxPosting, prefixHistory, prefixAcctPosting}
+
+// catchUpStats is what Open did to bring the index to the recovered state.
+type catchUpStats struct {
+	txs  uint64        // transactions replayed into the index
+	cut  uint64        // transactions cut from it (a torn tail's)
+	took time.Duration // time the catch-up (or cut, or restart) took
+	// restarted: the index was dropped and begun afresh at the recovered
+	// state (the WAL no longer held what it lacked).
+	restarted bool
+}
+
+// openIndex makes the index hold exactly the transactions up to rs.last
+// and returns its writer for the Snapshotter, or nil with the index off.
+// Open calls it once the directory may be written and the state is
+// recovered. The index's unsynced batches reach some transaction I: the
+// WAL after I is replayed into it, or what is above rs.last (a torn tail
+// dropped, a log cut by ledger recover) is cut from it.
+func openIndex(db *pebble.DB, cfg *Config, rs *recovered) (*indexWriter, catchUpStats, error) {
+	var cs catchUpStats
+	if cfg.DisableIndex {
+		// The index stays as it is: an Open with it on catches up from
+		// where it stopped, if the WAL still reaches back there.
+		return nil, cs, nil
+	}
+	t0 := time.Now()
+	from, last, ok, err := readIndexState(db)
+	if err != nil {
+		return nil, cs, err
+	}
+	ix := newIndexWriter(db, rs.accts, cfg.MaxAccounts)
+	if !ok {
+		// No index batch ever reached the disk: a directory from before
+		// the index, or a crash lost the first ones. Build it from the
+		// first transaction if the WAL still holds it.
+		for _, p := range indexPrefixes {
+			if err == nil {
+				err = ix.b.DeleteRange([]byte{p}, prefixEnd(p), nil)
+			}
+		}
+		from, last = 1, 0
+	}
+	ix.from, ix.last = from, last
+	switch {
+	case err != nil:
+	case last > rs.last:
+		cs.cut = last - rs.last
+		err = ix.cut(rs)
+	case last < rs.last:
+		cs.txs = rs.last - last
+		var gap bool
+		if gap, err = ix.catchUp(cfg, rs); err == nil && gap {
+			// The WAL no longer holds what the index lacks.
+			log.Printf("ledger: %s: the history index reaches tx %d, the WAL starts after it: index restarted at tx %d", cfg.Dir, last, rs.last+1)
+			cs.txs, cs.restarted = 0, true
+			err = ix.restart(rs)
+		}
+	default:
+		err = ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil)
+		if err == nil {
+			err = ix.commit()
+		}
+	}
+	if err != nil {
+		ix.b.Close()
+		return nil, cs, err
+	}
+	cs.took = time.Since(t0)
+	return ix, cs, nil
+}
+
+// restart drops every index key and starts the index after rs.last: the
+// columns of each History account then, as an opening record, and the
+// postings of every account (creation tx and timestamp unknown: 0).
+func (ix *indexWriter) restart(rs *recovered) error {
+	for _, p := range indexPrefixes {
+		if err := ix.b.DeleteRange([]byte{p}, prefixEnd(p), nil); err != nil {
+			return err
+		}
+	}
+	cells := liveCells(rs.bal)
+	for s := uint64(1); s < rs.accts.n; s++ {
+		m := rs.accts.meta[s]
+		if err := ix.accountPostings(s, m, 0, 0); err != nil {
+			return err
+		}
+		if !ix.hasHistory(s) {
+			continue
+		}
+		ix.val = appendHistHeader(ix.val[:0], histOpening, 0, cells, s)
+		sealInPlace(ix.val)
+		if err := ix.b.Set(historyKey(ix.key[:0], m.id, rs.last), ix.val, nil); err != nil {
+			return err
+		}
+	}
+	ix.from, ix.last = rs.last+1, rs.last
+	if err := ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil); err != nil {
+		return err
+	}
+	return ix.commit()
+}
+
+// tailCells are the cells of History accounts during a catch-up.
+type tailCells map[uint64]int64
+
+func (c tailCells) load(i uint64) int64 { return c[i] }
+
+// catchUp replays the WAL after ix.last into the index. The columns of a
+// History account after each transaction come from the recovered balances
+// (exact after rs.last) minus the deltas of its later entries: a first pass
+// sums them, the second writes. It returns gap=true, writing nothing, if
+// the WAL does not start by ix.last+1.
+func (ix *indexWriter) catchUp(cfg *Config, rs *recovered) (gap bool, err error) {
+	from := ix.last + 1
+	cells := tailCells{}
+	first := uint64(0)
+	_, err = scanWAL(cfg, from, func(t *walTx) error {
+		if first == 0 {
+			first = t.id
+		}
+		if t.id > rs.last {
+			return nil
+		}
+		for i := 0; i < t.n; i++ {
+			e := t.entry(i)
+			if s, ok := rs.accts.slot(e.Account); ok && ix.hasHistory(s) {
+				for c := range numColumns {
+					cells[cell(s, c)] += 0 // every column: load reads them all
+				}
+				cells[cell(s, e.Column)] -= e.Delta
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if first != from {
+		return true, nil
+	}
+	for c, d := range cells {
+		cells[c] = rs.bal[c].Load() + d
+	}
+	recs := make([]txRecord, 0, snapshotterRun)
+	flush := func() error {
+		if len(recs) == 0 {
+			return nil
+		}
+		err := ix.apply(recs)
+		recs = recs[:0]
+		return err
+	}
+	_, err = scanWAL(cfg, from, func(t *walTx) error {
+		if t.id > rs.last {
+			return nil
+		}
+		recs = append(recs, t.record())
+		r := &recs[len(recs)-1]
+		es := r.entries()
+		for i := range es {
+			s, ok := rs.accts.slot(es[i].acct)
+			if !ok {
+				return fmt.Errorf("ledger: index catch-up: tx %d names account %d, never created", t.id, es[i].acct)
+			}
+			c := cell(s, es[i].col)
+			es[i].cell = uint32(c)
+			if ix.hasHistory(s) {
+				cells[c] = es[i].value
+			}
+		}
+		if err := ix.history(recs, len(recs)-1, cells); err != nil {
+			return err
+		}
+		if len(recs) == cap(recs) {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	return false, err
+}
+
+// cut removes from the index every transaction after rs.last: their
+// history records, the blocks holding them and those blocks' postings
+// (the block that also holds earlier transactions is written again
+// without them), the account postings of accounts they created, and sets
+// the state to rs.last.
+func (ix *indexWriter) cut(rs *recovered) error {
+	it, err := prefixIter(ix.db, prefixBlock)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	after := rs.last
+	slot := rs.accts.n // the slots of the creations cut, in order
+	var keep []txRecord
+	ok := it.SeekLT(idKey(prefixBlock, after+1))
+	if !ok {
+		ok = it.First()
+	}
+	for ; ok; ok = it.Next() {
+		b, err := decodeBlock(it.Key(), it.Value())
+		if err != nil {
+			return &CorruptError{Key: clone(it.Key()), Reason: "index block: " + err.Error()}
+		}
+		if b.last() <= after {
+			continue
+		}
+		var t walTx
+		for id := b.first; id <= b.last(); id++ {
+			if err := b.tx(id, &t); err != nil {
+				return &CorruptError{Key: clone(it.Key()), Reason: "index block: " + err.Error()}
+			}
+			if id <= after {
+				r := t.record()
+				es := r.entries()
+				for i := range es {
+					s, _ := rs.accts.slot(es[i].acct)
+					es[i].cell = uint32(cell(s, es[i].col))
+				}
+				keep = append(keep, r)
+				continue
+			}
+			if t.fail != OK {
+				continue
+			}
+			for i := 0; i < t.n; i++ {
+				if err := ix.b.Delete(historyKey(ix.key[:0], t.entry(i).Account, id), nil); err != nil {
+					return err
+				}
+			}
+			if t.kind == KindCreateAccount {
+				for _, f := range [...]byte{fieldAll, fieldLedger, fieldCode, fieldUserData} {
+					var v [16]byte
+					switch f {
+					case fieldLedger:
+						v = u32Value(t.acct.ledger)
+					case fieldCode:
+						v = u16Value(t.acct.code)
+					case fieldUserData:
+						v = userDataValue(t.acct.userData)
+					}
+					if err := ix.b.Delete(postingKey(ix.key[:0], prefixAcctPosting, f, &v, slot), nil); err != nil {
+						return err
+					}
+				}
+				slot++
+			}
+		}
+		if err := ix.dropBlock(&b); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	ix.last = after
+	if len(keep) > 0 {
+		return ix.apply(keep)
+	}
+	if err := ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil); err != nil {
+		return err
+	}
+	return ix.commit()
+}
+
+// dropBlock deletes block b, its time key and its postings.
+func (ix *indexWriter) dropBlock(b *block) error {
+	var t walTx
+	if err := b.tx(b.last(), &t); err != nil {
+		return err
+	}
+	tk := append(ix.key[:0], prefixBlockTime)
+	tk = binary.BigEndian.AppendUint64(tk, tsKey(t.ts))
+	tk = binary.BigEndian.AppendUint64(tk, b.first)
+	err := errors.Join(ix.b.Delete(idKey(prefixBlock, b.first), nil), ix.b.Delete(tk, nil))
+	for p := b.posts; len(p) >= 17; p = p[17:] {
+		var v [16]byte
+		copy(v[:], p[1:17])
+		err = errors.Join(err, ix.b.Delete(postingKey(ix.key[:0], prefixTxPosting, p[0], &v, b.first), nil))
+	}
+	return err
+}
