@@ -90,6 +90,11 @@ type indexWriter struct {
 	val   []byte
 	posts []blockPosting
 	key   [postingKeyLen]byte
+	// ledger is the one ledger of every account so far (0: none yet), and
+	// mixed says there are several: until then a transfer's ledger needs
+	// no look at its accounts.
+	ledger uint32
+	mixed  bool
 	// For Stats.
 	written atomic.Uint64 // transactions indexed since Open (catch-up included)
 }
@@ -116,9 +121,21 @@ func newIndexWriter(db *pebble.DB, accts *accountTable, maxAccounts uint64) *ind
 		if accts.meta[s].flags&History != 0 {
 			ix.hist[s/64] |= 1 << (s % 64)
 		}
+		ix.sawLedger(accts.meta[s].ledger)
 	}
 	return ix
 }
+
+func (ix *indexWriter) sawLedger(l uint32) {
+	if ix.ledger == 0 {
+		ix.ledger = l
+	} else if l != ix.ledger {
+		ix.mixed = true
+	}
+}
+
+// oneLedger reports whether every account is in one ledger.
+func (ix *indexWriter) oneLedger() bool { return !ix.mixed }
 
 func (ix *indexWriter) hasHistory(slot uint64) bool { return ix.hist[slot/64]&(1<<(slot%64)) != 0 }
 
@@ -139,6 +156,7 @@ func (ix *indexWriter) history(recs []txRecord, i int, cells cellSource) error {
 		if m.flags&History != 0 {
 			ix.hist[s/64] |= 1 << (s % 64)
 		}
+		ix.sawLedger(m.ledger)
 		return ix.accountPostings(s, m, r.id, r.ts)
 	}
 	es := r.entries()
@@ -239,6 +257,9 @@ func (ix *indexWriter) accountPostings(s uint64, m acctMeta, tx uint64, ts int64
 // ledgerOf is the ledger of a transfer: its first account that is not the
 // system account's (the Transactor keeps every leg in one ledger).
 func (ix *indexWriter) ledgerOf(r *txRecord) uint32 {
+	if !ix.mixed {
+		return ix.ledger
+	}
 	for _, e := range r.entries() {
 		if s := uint64(e.cell) / cellsPerAccount; s != 0 {
 			return ix.accts.meta[s].ledger

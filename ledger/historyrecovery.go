@@ -3,11 +3,11 @@ package ledger
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"log"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/lanework/lanework/ledger/internal/wal"
 )
 
 // indexPrefixes are the prefixes of every index key (historyindex.go).
@@ -118,81 +118,115 @@ type tailCells map[uint64]int64
 
 func (c tailCells) load(i uint64) int64 { return c[i] }
 
-// catchUp replays the WAL after ix.last into the index. The columns of a
-// History account after each transaction come from the recovered balances
-// (exact after rs.last) minus the deltas of its later entries: a first pass
-// sums them, the second writes. It returns gap=true, writing nothing, if
+// errGap stops a catch-up whose WAL starts after the index's end.
+var errGap = errors.New("the WAL starts after the index")
+
+// catchUp replays the WAL after ix.last into the index, in one pass. Only
+// History accounts need their slots (a map, not the account table: the
+// rest of the entries are never probed) and their columns: each one's are
+// those of its last history record at or before ix.last (zero if none)
+// until the replay changes them. It returns gap=true, writing nothing, if
 // the WAL does not start by ix.last+1.
 func (ix *indexWriter) catchUp(cfg *Config, rs *recovered) (gap bool, err error) {
 	from := ix.last + 1
+	flagged := map[uint64]uint64{} // account id -> slot
+	for s := uint64(1); s < rs.accts.n; s++ {
+		if ix.hasHistory(s) {
+			flagged[rs.accts.meta[s].id] = s
+		}
+	}
 	cells := tailCells{}
-	first := uint64(0)
-	_, err = scanWAL(cfg, from, func(t *walTx) error {
-		if first == 0 {
-			first = t.id
-		}
-		if t.id > rs.last {
-			return nil
-		}
-		for i := 0; i < t.n; i++ {
-			e := t.entry(i)
-			if s, ok := rs.accts.slot(e.Account); ok && ix.hasHistory(s) {
-				for c := range numColumns {
-					cells[cell(s, c)] += 0 // every column: load reads them all
-				}
-				cells[cell(s, e.Column)] -= e.Delta
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return false, err
-	}
-	if first != from {
-		return true, nil
-	}
-	for c, d := range cells {
-		cells[c] = rs.bal[c].Load() + d
-	}
+	seeded := map[uint64]bool{}
 	recs := make([]txRecord, 0, snapshotterRun)
-	flush := func() error {
-		if len(recs) == 0 {
-			return nil
-		}
-		err := ix.apply(recs)
-		recs = recs[:0]
-		return err
-	}
-	_, err = scanWAL(cfg, from, func(t *walTx) error {
-		if t.id > rs.last {
-			return nil
-		}
-		recs = append(recs, t.record())
-		r := &recs[len(recs)-1]
-		es := r.entries()
-		for i := range es {
-			s, ok := rs.accts.slot(es[i].acct)
-			if !ok {
-				return fmt.Errorf("ledger: index catch-up: tx %d names account %d, never created", t.id, es[i].acct)
+	var t walTx
+	first := uint64(0)
+	_, err = wal.Scan(walOptions(cfg, nil), wal.Bounds{}, from, func(seg wal.Segment, off int64, p []byte) error {
+		b, err := parseBatch(p) // Scan verified its checksum
+		for err == nil {
+			var more bool
+			if more, err = b.next(&t); err != nil || !more || t.id > rs.last {
+				break
 			}
-			c := cell(s, es[i].col)
-			es[i].cell = uint32(c)
-			if ix.hasHistory(s) {
+			if t.id < from {
+				continue
+			}
+			if first == 0 {
+				if first = t.id; first != from {
+					return errGap
+				}
+			}
+			recs = append(recs, t.record())
+			r := &recs[len(recs)-1]
+			es := r.entries()
+			for i := range es {
+				s, ok := flagged[es[i].acct]
+				if !ok {
+					continue
+				}
+				if !seeded[s] {
+					if err := ix.seed(es[i].acct, s, cells); err != nil {
+						return err
+					}
+					seeded[s] = true
+				}
+				c := cell(s, es[i].col)
+				es[i].cell = uint32(c)
 				cells[c] = es[i].value
 			}
+			if !ix.oneLedger() {
+				// ledgerOf reads the first account's slot.
+				for i := range es {
+					if es[i].acct != SystemAccount {
+						s, _ := rs.accts.slot(es[i].acct)
+						es[i].cell = uint32(cell(s, es[i].col))
+						break
+					}
+				}
+			}
+			if err = ix.history(recs, len(recs)-1, cells); err == nil && len(recs) == cap(recs) {
+				err = ix.apply(recs)
+				recs = recs[:0]
+			}
 		}
-		if err := ix.history(recs, len(recs)-1, cells); err != nil {
-			return err
-		}
-		if len(recs) == cap(recs) {
-			return flush()
+		if err != nil {
+			var ce *CorruptError
+			if errors.As(err, &ce) {
+				return err
+			}
+			return &CorruptError{File: walDir + "/" + seg.Name(), Offset: off, FirstTx: TxID(b.first), LastTx: TxID(b.last()), Reason: "index catch-up: " + err.Error()}
 		}
 		return nil
 	})
-	if err == nil {
-		err = flush()
+	if errors.Is(err, errGap) || err == nil && first != from {
+		return true, nil
+	}
+	if err != nil {
+		return false, walError(err)
+	}
+	if len(recs) > 0 {
+		err = ix.apply(recs)
 	}
 	return false, err
+}
+
+// seed loads into cells the columns of account (in slot s) as of ix.last:
+// from its last history record, or zero.
+func (ix *indexWriter) seed(account, s uint64, cells tailCells) error {
+	it, err := ix.db.NewIter(&pebble.IterOptions{LowerBound: historyKey(nil, account, 0), UpperBound: historyKey(nil, account, ix.last+1)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var h histRecord
+	if it.Last() {
+		if h, err = decodeHistory(it.Key(), it.Value()); err != nil {
+			return &CorruptError{Key: clone(it.Key()), Reason: "history record: " + err.Error()}
+		}
+	}
+	for c := range numColumns {
+		cells[cell(s, c)] = h.cols[c]
+	}
+	return it.Error()
 }
 
 // cut removes from the index every transaction after rs.last: their

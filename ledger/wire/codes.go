@@ -42,6 +42,11 @@ const (
 	CodeLedgerZero      Code = 31
 	CodeAccountFlags    Code = 32
 	CodeAccountNotFound Code = 33
+	// Reads of the history and query indexes.
+	CodeFilter       Code = 40 // a filter refused (ledger.FilterError): the message names the field
+	CodeNoHistory    Code = 41 // the account keeps no history (no history flag)
+	CodeIndexOff     Code = 42 // the ledger keeps no index (or is a follower)
+	CodeNotCommitted Code = 43 // a read as of a transaction not yet committed
 )
 
 // Sentinels for the protocol codes, matched with errors.Is on an *Error.
@@ -80,6 +85,10 @@ var codeErrs = map[Code]error{
 	CodeLedgerZero:      ledger.ErrLedgerZero,
 	CodeAccountFlags:    ledger.ErrAccountFlags,
 	CodeAccountNotFound: ledger.ErrAccountNotFound,
+	CodeFilter:          ledger.ErrFilter,
+	CodeNoHistory:       ledger.ErrNoHistory,
+	CodeIndexOff:        ledger.ErrIndexOff,
+	CodeNotCommitted:    ledger.ErrNotCommitted,
 }
 
 // order matters: ErrFailed wraps storage errors, so it is tested before the
@@ -100,6 +109,8 @@ var errCodes = []struct {
 	{ledger.ErrTooManyLegs, CodeTooManyLegs}, {ledger.ErrFlags, CodeFlags},
 	{ledger.ErrBatchSize, CodeBatchSize}, {ledger.ErrLevel, CodeLevel},
 	{ledger.ErrNotFound, CodeNotFound},
+	{ledger.ErrFilter, CodeFilter}, {ledger.ErrNoHistory, CodeNoHistory},
+	{ledger.ErrIndexOff, CodeIndexOff}, {ledger.ErrNotCommitted, CodeNotCommitted},
 }
 
 var codeNames = map[Code]string{
@@ -110,6 +121,7 @@ var codeNames = map[Code]string{
 	CodeLedgerZero: "ledger_zero", CodeAccountFlags: "account_flags", CodeAccountNotFound: "account_not_found",
 	CodeSameAccount: "same_account", CodeNoLegs: "no_legs", CodeTooManyLegs: "too_many_legs",
 	CodeFlags: "flags", CodeBatchSize: "batch_size", CodeLevel: "level", CodeNotFound: "not_found",
+	CodeFilter: "bad_filter", CodeNoHistory: "no_history", CodeIndexOff: "index_off", CodeNotCommitted: "not_committed",
 }
 
 // String returns the code's snake_case name (as metric labels spell it),
