@@ -36,11 +36,17 @@ func createFlagged(b *testing.B, l *Ledger, n uint64, flags func(id uint64) Acco
 // during the timed transfers of one variant and not of another.
 func quiesce(b *testing.B, l *Ledger) {
 	b.Helper()
-	for range 600 {
+	last, still := int64(-1), 0
+	for range 1200 {
 		m := l.db.Metrics()
-		if m.Compact.NumInProgress == 0 && m.Compact.EstimatedDebt == 0 {
-			return
+		if m.Compact.NumInProgress == 0 && m.Compact.Count == last {
+			if still++; still == 10 { // a second without a compaction
+				return
+			}
+		} else {
+			still = 0
 		}
+		last = m.Compact.Count
 		time.Sleep(100 * time.Millisecond)
 	}
 	b.Fatal("compactions did not finish")
