@@ -91,7 +91,7 @@ func truncateDir(fs vfs.FS, dir string, after uint64) (*truncation, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.FormatVersion != formatVersion {
+	if m.FormatVersion != formatVersion && m.FormatVersion != formatVersionV4 {
 		return refuse("format %d: open it once with this build first", m.FormatVersion)
 	}
 	cfg, err := (&Config{FS: fs, Dir: dir, MaxAccounts: m.MaxAccounts}).withDefaults()
