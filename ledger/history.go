@@ -16,6 +16,10 @@ type AccountFilter struct {
 	// MinTimestamp and MaxTimestamp bound the transfers' timestamps (Unix
 	// ns, inclusive); 0 leaves that end open.
 	MinTimestamp, MaxTimestamp int64
+	// Code and UserData select transfers (KindTransfer) with these
+	// fields; 0: any.
+	Code     uint16
+	UserData uint64
 	// Limit is the most transfers returned, 1 to MaxReadLimit.
 	Limit int
 	// Reverse returns the newest first.
@@ -60,8 +64,19 @@ type AccountBalancesPage struct {
 
 func (f *AccountFilter) hash(kind byte, account uint64) filterHash {
 	h := newFilterHash(kind)
-	h.add(account, b2u(f.Debits), b2u(f.Credits), uint64(f.MinTimestamp), uint64(f.MaxTimestamp), b2u(f.Reverse))
+	h.add(account, b2u(f.Debits), b2u(f.Credits), uint64(f.MinTimestamp), uint64(f.MaxTimestamp), uint64(f.Code), f.UserData, b2u(f.Reverse))
 	return h
+}
+
+// fields reports whether t has the filter's code and user data.
+func (f *AccountFilter) fields(t *walTx) bool {
+	if f.Code == 0 && f.UserData == 0 {
+		return true
+	}
+	if t.kind != KindTransfer || t.fail == Duplicate {
+		return false
+	}
+	return (f.Code == 0 || t.xfer.code == f.Code) && (f.UserData == 0 || t.xfer.userData == f.UserData)
 }
 
 func (f *AccountFilter) check() error {
@@ -184,7 +199,7 @@ func (l *Ledger) historyScan(ctx context.Context, account uint64, f *AccountFilt
 		if err := h.transfer(&t); err != nil {
 			return out, &CorruptError{Key: clone(it.Key()), Reason: "history record: " + err.Error()}
 		}
-		if !inTime(t.ts, f.MinTimestamp, f.MaxTimestamp) {
+		if !inTime(t.ts, f.MinTimestamp, f.MaxTimestamp) || !f.fields(&t) {
 			continue
 		}
 		fn(&h, &t)

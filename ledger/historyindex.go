@@ -23,7 +23,8 @@ import (
 //	"T" + first tx id               block: up to blockMax consecutive transactions, all kinds and
 //	                                outcomes, as one WAL batch encoding plus the offset of each
 //	"t" + last ts + first tx id     empty: finds blocks by timestamp
-//	"P" + field + value + first tx  posting: which transfers of block first have field = value (bitmap)
+//	"P" + field + value + first tx  posting: which transfers of block first have field = value
+//	                                (bitmap); fields ledger, and a transfer's non-zero code, user_data
 //	"H" + account id + tx id        history record of an account with the History flag: its four
 //	                                columns after tx, and tx itself (one WAL batch of it)
 //	"p" + field + value + slot      account posting: the account in slot has field = value; the
@@ -231,6 +232,11 @@ func u16Value(v uint16) (b [16]byte) {
 	return b
 }
 
+func u64Value(v uint64) (b [16]byte) {
+	binary.BigEndian.PutUint64(b[8:], v)
+	return b
+}
+
 func userDataValue(u [2]uint64) (b [16]byte) {
 	binary.BigEndian.PutUint64(b[:], u[0])
 	binary.BigEndian.PutUint64(b[8:], u[1])
@@ -254,9 +260,13 @@ func (ix *indexWriter) accountPostings(s uint64, m acctMeta, tx uint64, ts int64
 	return nil
 }
 
-// ledgerOf is the ledger of a transfer: its first account that is not the
-// system account's (the Transactor keeps every leg in one ledger).
+// ledgerOf is the ledger of a transaction that moved money: a transfer
+// carries it; for the others it is that of their first account that is
+// not the system account (the Transactor keeps every leg in one ledger).
 func (ix *indexWriter) ledgerOf(r *txRecord) uint32 {
+	if r.hasTransfer() {
+		return r.ledger
+	}
 	if !ix.mixed {
 		return ix.ledger
 	}
@@ -283,8 +293,18 @@ func (ix *indexWriter) blocks(recs []txRecord) error {
 		blk := recs[off : off+n]
 		ix.posts = ix.posts[:0]
 		for j := range blk {
-			if isTransfer(&blk[j]) {
-				ix.post(fieldLedger, u32Value(ix.ledgerOf(&blk[j])), j)
+			r := &blk[j]
+			if !isTransfer(r) {
+				continue
+			}
+			ix.post(fieldLedger, u32Value(ix.ledgerOf(r)), j)
+			// A zero code or user_data matches any in a query: never
+			// looked up, so not posted.
+			if r.hasTransfer() && r.code != 0 {
+				ix.post(fieldCode, u16Value(r.code), j)
+			}
+			if r.hasTransfer() && r.userData != 0 {
+				ix.post(fieldUserData, u64Value(r.userData), j)
 			}
 		}
 		v := append(ix.val[:0], 0, 0, 0, 0)
@@ -422,7 +442,8 @@ func decodeBlock(k, v []byte) (block, error) {
 	}
 	n, np := int(binary.LittleEndian.Uint32(body)), int(binary.LittleEndian.Uint32(body[4:]))
 	body = body[8:]
-	if n < 1 || n > blockMax || np > n || len(body) < np*17+n*4+batchHeaderLen {
+	if n < 1 || n > blockMax || np > 3*n || // ledger, code, user_data per transfer
+		len(body) < np*17+n*4+batchHeaderLen {
 		return block{}, fmt.Errorf("block of %d transactions, %d postings in %d bytes", n, np, len(body))
 	}
 	b := block{first: first, count: n, posts: body[:np*17], offs: body[np*17 : np*17+n*4], batch: body[np*17+n*4:]}

@@ -14,6 +14,10 @@ import (
 type TransferFilter struct {
 	// Ledger is the transfers' ledger (their accounts'); 0: any.
 	Ledger uint32
+	// Code and UserData are a Transfer's fields (other kinds have none:
+	// they match only 0); 0: any.
+	Code     uint16
+	UserData uint64
 	// MinTimestamp and MaxTimestamp bound the timestamps (Unix ns,
 	// inclusive); 0 leaves that end open.
 	MinTimestamp, MaxTimestamp int64
@@ -55,7 +59,7 @@ type AccountsPage struct {
 
 func (f *TransferFilter) hash() filterHash {
 	h := newFilterHash(readQueryTransfers)
-	h.add(uint64(f.Ledger), uint64(f.MinTimestamp), uint64(f.MaxTimestamp), b2u(f.Reverse))
+	h.add(uint64(f.Ledger), uint64(f.Code), f.UserData, uint64(f.MinTimestamp), uint64(f.MaxTimestamp), b2u(f.Reverse))
 	return h
 }
 
@@ -100,6 +104,12 @@ func (l *Ledger) QueryTransfers(ctx context.Context, f TransferFilter) (Transfer
 	var posts []postingList
 	if f.Ledger != 0 {
 		posts = append(posts, postingList{prefix: postingPrefix(prefixTxPosting, fieldLedger, u32Value(f.Ledger))})
+	}
+	if f.Code != 0 {
+		posts = append(posts, postingList{prefix: postingPrefix(prefixTxPosting, fieldCode, u16Value(f.Code))})
+	}
+	if f.UserData != 0 {
+		posts = append(posts, postingList{prefix: postingPrefix(prefixTxPosting, fieldUserData, u64Value(f.UserData))})
 	}
 	var t walTx
 	var last uint64

@@ -43,7 +43,7 @@ func (c *Client) AccountBalances(ctx context.Context, account uint64, f ledger.A
 // QueryTransfers returns a page of transfers: ledger.Ledger.QueryTransfers.
 func (c *Client) QueryTransfers(ctx context.Context, f ledger.TransferFilter) (ledger.TransfersPage, error) {
 	var p ledger.TransfersPage
-	wf := &wire.Filter{Ledger: f.Ledger, TimestampMin: f.MinTimestamp, TimestampMax: f.MaxTimestamp, Limit: f.Limit,
+	wf := &wire.Filter{Ledger: f.Ledger, Code: f.Code, TransferData: f.UserData, TimestampMin: f.MinTimestamp, TimestampMax: f.MaxTimestamp, Limit: f.Limit,
 		Reverse: f.Reverse, Cursor: string(f.Cursor), WaitFor: uint64(f.WaitFor)}
 	err := c.read(ctx, wire.TypeTransfersPage,
 		func(e *wire.Encoder, id uint64) { e.Query(wire.TypeQueryTransfers, id, wf) },
@@ -102,6 +102,6 @@ func (c *Client) BalanceAt(ctx context.Context, account uint64, at ledger.TxID) 
 }
 
 func accountFilter(f *ledger.AccountFilter) *wire.Filter {
-	return &wire.Filter{Debits: f.Debits, Credits: f.Credits, TimestampMin: f.MinTimestamp, TimestampMax: f.MaxTimestamp,
+	return &wire.Filter{Debits: f.Debits, Credits: f.Credits, Code: f.Code, TransferData: f.UserData, TimestampMin: f.MinTimestamp, TimestampMax: f.MaxTimestamp,
 		Limit: f.Limit, Reverse: f.Reverse, Cursor: string(f.Cursor), WaitFor: uint64(f.WaitFor)}
 }

@@ -67,7 +67,8 @@ type Filter struct {
 	Debits, Credits bool
 	Ledger          uint32
 	Code            uint16
-	UserData        [2]uint64
+	UserData        [2]uint64 // accounts: user_data_0, user_data_1
+	TransferData    uint64    // transfers: user_data
 	TimestampMin    int64
 	TimestampMax    int64
 	Limit           int
@@ -90,6 +91,7 @@ var (
 	fCode      = FilterField{"code", 'u', math.MaxUint16}
 	fUserData0 = FilterField{"user_data_0", 'u', math.MaxUint64}
 	fUserData1 = FilterField{"user_data_1", 'u', math.MaxUint64}
+	fUserData  = FilterField{"user_data", 'u', math.MaxUint64}
 	fTsMin     = FilterField{"timestamp_min", 'u', math.MaxInt64}
 	fTsMax     = FilterField{"timestamp_max", 'u', math.MaxInt64}
 	fLimit     = FilterField{"limit", 'u', math.MaxInt32}
@@ -104,9 +106,9 @@ var (
 func FilterFields(t Type) []FilterField {
 	switch t {
 	case TypeAccountTransfers, TypeAccountBalances:
-		return []FilterField{fDebits, fCredits, fTsMin, fTsMax, fLimit, fReverse, fCursor, fWaitFor}
+		return []FilterField{fDebits, fCredits, fCode, fUserData, fTsMin, fTsMax, fLimit, fReverse, fCursor, fWaitFor}
 	case TypeQueryTransfers:
-		return []FilterField{fLedger, fTsMin, fTsMax, fLimit, fReverse, fCursor, fWaitFor}
+		return []FilterField{fLedger, fCode, fUserData, fTsMin, fTsMax, fLimit, fReverse, fCursor, fWaitFor}
 	case TypeQueryAccounts:
 		return []FilterField{fLedger, fCode, fUserData0, fUserData1, fTsMin, fTsMax, fLimit, fReverse, fCursor, fWaitFor}
 	}
@@ -129,6 +131,8 @@ func (f *Filter) Set(name string, u uint64, b bool, s string) {
 		f.UserData[0] = u
 	case "user_data_1":
 		f.UserData[1] = u
+	case "user_data":
+		f.TransferData = u
 	case "timestamp_min":
 		f.TimestampMin = int64(u)
 	case "timestamp_max":
@@ -147,12 +151,13 @@ func (f *Filter) Set(name string, u uint64, b bool, s string) {
 // AccountFilter is f as AccountTransfers and AccountBalances take it.
 func (f *Filter) AccountFilter() ledger.AccountFilter {
 	return ledger.AccountFilter{Debits: f.Debits, Credits: f.Credits, MinTimestamp: f.TimestampMin, MaxTimestamp: f.TimestampMax,
+		Code: f.Code, UserData: f.TransferData,
 		Limit: f.Limit, Reverse: f.Reverse, Cursor: ledger.Cursor(f.Cursor), WaitFor: ledger.TxID(f.WaitFor)}
 }
 
 // TransferFilter is f as QueryTransfers takes it.
 func (f *Filter) TransferFilter() ledger.TransferFilter {
-	return ledger.TransferFilter{Ledger: f.Ledger, MinTimestamp: f.TimestampMin, MaxTimestamp: f.TimestampMax,
+	return ledger.TransferFilter{Ledger: f.Ledger, Code: f.Code, UserData: f.TransferData, MinTimestamp: f.TimestampMin, MaxTimestamp: f.TimestampMax,
 		Limit: f.Limit, Reverse: f.Reverse, Cursor: ledger.Cursor(f.Cursor), WaitFor: ledger.TxID(f.WaitFor)}
 }
 
@@ -347,6 +352,8 @@ func (f *Filter) uint(name string) uint64 {
 		return f.UserData[0]
 	case "user_data_1":
 		return f.UserData[1]
+	case "user_data":
+		return f.TransferData
 	case "timestamp_min":
 		return uint64(f.TimestampMin)
 	case "timestamp_max":
