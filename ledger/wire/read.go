@@ -468,7 +468,7 @@ func (e *Encoder) AccountTransfersPage(id uint64, p *ledger.AccountTransfersPage
 	_ = e.enc.EncodeArrayLen(len(p.Transfers))
 	for i := range p.Transfers {
 		_ = e.enc.EncodeArrayLen(2)
-		_ = e.enc.EncodeArrayLen(8)
+		_ = e.enc.EncodeArrayLen(resultFields)
 		e.result(&p.Transfers[i].Result)
 		e.balance(&p.Transfers[i].Balance)
 	}
@@ -494,7 +494,7 @@ func (e *Encoder) TransfersPage(id uint64, p *ledger.TransfersPage) int {
 	_ = e.enc.EncodeString(string(p.Next))
 	_ = e.enc.EncodeArrayLen(len(p.Transfers))
 	for i := range p.Transfers {
-		_ = e.enc.EncodeArrayLen(8)
+		_ = e.enc.EncodeArrayLen(resultFields)
 		e.result(&p.Transfers[i])
 	}
 	return e.end()
@@ -537,7 +537,7 @@ func (e *Encoder) TransfersFound(id uint64, info *ledger.ReadInfo, res []*ledger
 			_ = e.enc.EncodeNil()
 			continue
 		}
-		_ = e.enc.EncodeArrayLen(8)
+		_ = e.enc.EncodeArrayLen(resultFields)
 		e.result(r)
 	}
 	return e.end()
@@ -617,8 +617,8 @@ func (d *Decoder) resultItem() (ledger.Result, error) {
 	if err != nil {
 		return ledger.Result{}, err
 	}
-	if m < 8 {
-		return ledger.Result{}, malformed("result has %d fields, want 8", m)
+	if m < 7 {
+		return ledger.Result{}, malformed("result has %d fields, want 7", m)
 	}
 	return d.result(m - 7)
 }
