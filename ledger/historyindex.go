@@ -22,7 +22,7 @@ import (
 //
 //	"T" + first tx id               block: up to blockMax consecutive transactions, all kinds and
 //	                                outcomes, as one WAL batch encoding plus the offset of each
-//	"t" + last ts + first tx id     empty: finds blocks by timestamp
+//	"t" + last ts + first tx id     finds blocks by timestamp (the value: an empty sealed record)
 //	"P" + field + value + first tx  posting: which transfers of block first have field = value
 //	                                (bitmap); fields ledger, and a transfer's non-zero code, user_data
 //	"H" + account id + tx id        history record of an account with the History flag: its four
@@ -87,9 +87,15 @@ type indexWriter struct {
 	b     *pebble.Batch
 	from  uint64 // first transaction the index holds
 	last  uint64 // last transaction in b or before
-	enc   []byte
+	hpend []histPending
+	nHist int     // accounts with the History flag
+	raw   []byte  // the encodings of the transactions being indexed
+	txs   []rawTx // each one's in raw
 	val   []byte
+	pval  []byte
 	posts []blockPosting
+	// lastPost is, per field, the index in posts of the value posted last.
+	lastPost [4]int
 	key   [postingKeyLen]byte
 	// ledger is the one ledger of every account so far (0: none yet), and
 	// mixed says there are several: until then a transfer's ledger needs
@@ -103,7 +109,7 @@ type indexWriter struct {
 // blockPosting is one field value's bitmap of a block being written.
 type blockPosting struct {
 	field byte
-	value [16]byte
+	value uint64 // transfers' fields fit 64 bits
 	bits  [blockMax / 64]uint64
 }
 
@@ -121,6 +127,7 @@ func newIndexWriter(db *pebble.DB, accts *accountTable, maxAccounts uint64) *ind
 	for s := uint64(1); s < accts.n; s++ {
 		if accts.meta[s].flags&History != 0 {
 			ix.hist[s/64] |= 1 << (s % 64)
+			ix.nHist++
 		}
 		ix.sawLedger(accts.meta[s].ledger)
 	}
@@ -145,7 +152,7 @@ func (ix *indexWriter) hasHistory(slot uint64) bool { return ix.hist[slot/64]&(1
 // after it), or the postings of the account it created.
 func (ix *indexWriter) history(recs []txRecord, i int, cells cellSource) error {
 	r := &recs[i]
-	if r.fail != OK {
+	if r.fail != OK || ix.nHist == 0 && r.kind != KindCreateAccount {
 		return nil
 	}
 	if r.kind == KindCreateAccount {
@@ -154,8 +161,9 @@ func (ix *indexWriter) history(recs []txRecord, i int, cells cellSource) error {
 		if !ok {
 			return fmt.Errorf("ledger: index: account %d of tx %d not in the table", m.id, r.id)
 		}
-		if m.flags&History != 0 {
+		if m.flags&History != 0 && !ix.hasHistory(s) {
 			ix.hist[s/64] |= 1 << (s % 64)
+			ix.nHist++
 		}
 		ix.sawLedger(m.ledger)
 		return ix.accountPostings(s, m, r.id, r.ts)
@@ -177,13 +185,40 @@ func (ix *indexWriter) history(recs []txRecord, i int, cells cellSource) error {
 				side |= sideCredit
 			}
 		}
-		ix.val = appendHistHeader(ix.val[:0], histTransfer, side, cells, s)
-		ix.val, _ = encodeBatch(ix.val, recs[i:i+1], math.MaxInt)
-		sealInPlace(ix.val)
-		if err := ix.b.Set(historyKey(ix.key[:0], es[j].acct, r.id), ix.val, nil); err != nil {
+		h := histPending{rec: i, account: es[j].acct, side: side}
+		for c := range numColumns {
+			h.cols[c] = cells.load(cell(s, c))
+		}
+		ix.hpend = append(ix.hpend, h)
+	}
+	return nil
+}
+
+// histPending is a history record to write once the transaction's
+// encoding is at hand (apply).
+type histPending struct {
+	rec     int // index in the batch's records
+	account uint64
+	side    byte
+	cols    [numColumns]int64
+}
+
+// writeHistory adds the pending history records of recs to the batch.
+func (ix *indexWriter) writeHistory(recs []txRecord) error {
+	for _, h := range ix.hpend {
+		r := &recs[h.rec]
+		v := append(ix.val[:0], 0, 0, 0, 0, histTransfer, h.side)
+		for _, c := range h.cols {
+			v = binary.LittleEndian.AppendUint64(v, uint64(c))
+		}
+		v, _ = encodeBatch(v, recs[h.rec:h.rec+1], math.MaxInt) // a batch of the one transaction
+		sealInPlace(v)
+		ix.val = v
+		if err := ix.b.Set(historyKey(ix.key[:0], h.account, r.id), v, nil); err != nil {
 			return err
 		}
 	}
+	ix.hpend = ix.hpend[:0]
 	return nil
 }
 
@@ -281,45 +316,71 @@ func (ix *indexWriter) ledgerOf(r *txRecord) uint32 {
 // isTransfer reports whether r moved money: what QueryTransfers returns.
 func isTransfer(r *txRecord) bool { return r.fail == OK && r.kind != KindCreateAccount }
 
+// rawTx locates one transaction's encoding in indexWriter.raw.
+type rawTx struct{ off, n uint32 }
+
 // blocks adds the blocks of recs, their time keys and postings, and the
-// index state, to the batch.
-func (ix *indexWriter) blocks(recs []txRecord) error {
+// index state, to the batch. A block is a WAL batch of its transactions:
+// encoded from the records, or, with raw, copied from their encodings in
+// ix.raw, ix.txs (Open's catch-up has them from the WAL) with the
+// timestamps rebased on the block's first and the batch checksum 0 (the
+// block's checksum covers it).
+func (ix *indexWriter) blocks(recs []txRecord, raw bool) error {
 	for off := 0; off < len(recs); {
 		n := min(blockMax, len(recs)-off)
-		first := recs[off].id
-		// Header room: CRC, count, posting count; then the postings'
-		// fields, the offsets and the batch.
-		ix.enc, n = encodeBatch(ix.enc[:0], recs[off:off+n], math.MaxInt)
+		first, base := recs[off].id, recs[off].ts
+		for j := 1; j < n; j++ {
+			if d := recs[off+j].ts - base; d < 0 || d > math.MaxUint32 {
+				n = j
+				break
+			}
+		}
 		blk := recs[off : off+n]
 		ix.posts = ix.posts[:0]
+		ix.lastPost = [4]int{-1, -1, -1, -1}
 		for j := range blk {
 			r := &blk[j]
 			if !isTransfer(r) {
 				continue
 			}
-			ix.post(fieldLedger, u32Value(ix.ledgerOf(r)), j)
+			ix.post(fieldLedger, uint64(ix.ledgerOf(r)), j)
 			// A zero code or user_data matches any in a query: never
 			// looked up, so not posted.
-			if r.hasTransfer() && r.code != 0 {
-				ix.post(fieldCode, u16Value(r.code), j)
-			}
-			if r.hasTransfer() && r.userData != 0 {
-				ix.post(fieldUserData, u64Value(r.userData), j)
+			if r.hasTransfer() {
+				if r.code != 0 {
+					ix.post(fieldCode, uint64(r.code), j)
+				}
+				if r.userData != 0 {
+					ix.post(fieldUserData, r.userData, j)
+				}
 			}
 		}
 		v := append(ix.val[:0], 0, 0, 0, 0)
 		v = binary.LittleEndian.AppendUint32(v, uint32(n))
 		v = binary.LittleEndian.AppendUint32(v, uint32(len(ix.posts)))
 		for i := range ix.posts {
+			pv := ix.posts[i].key()
 			v = append(v, ix.posts[i].field)
-			v = append(v, ix.posts[i].value[:]...)
+			v = append(v, pv[:]...)
 		}
 		pos := uint32(batchHeaderLen)
 		for j := range blk {
 			v = binary.LittleEndian.AppendUint32(v, pos)
 			pos += uint32(blk[j].encodedLen())
 		}
-		v = append(v, ix.enc...)
+		if raw {
+			v = binary.LittleEndian.AppendUint32(v, 0)
+			v = binary.LittleEndian.AppendUint64(v, first)
+			v = binary.LittleEndian.AppendUint32(v, uint32(n))
+			v = binary.LittleEndian.AppendUint64(v, uint64(base))
+			for j, t := range ix.txs[off : off+n] {
+				at := len(v)
+				v = append(v, ix.raw[t.off:t.off+t.n]...)
+				binary.LittleEndian.PutUint32(v[at+4:], uint32(blk[j].ts-base))
+			}
+		} else {
+			v, _ = encodeBatch(v, blk, math.MaxInt)
+		}
 		sealInPlace(v)
 		ix.val = v
 		if err := ix.b.Set(idKey(prefixBlock, first), v, nil); err != nil {
@@ -328,17 +389,19 @@ func (ix *indexWriter) blocks(recs []txRecord) error {
 		tk := append(ix.key[:0], prefixBlockTime)
 		tk = binary.BigEndian.AppendUint64(tk, tsKey(blk[n-1].ts))
 		tk = binary.BigEndian.AppendUint64(tk, first)
-		if err := ix.b.Set(tk, nil, nil); err != nil {
+		if err := ix.b.Set(tk, timeValue, nil); err != nil {
 			return err
 		}
 		for i := range ix.posts {
 			p := &ix.posts[i]
-			pv := make([]byte, 4, 4+len(p.bits)*8)
+			pv := p.key()
+			v := append(ix.pval[:0], 0, 0, 0, 0)
 			for _, w := range p.bits {
-				pv = binary.LittleEndian.AppendUint64(pv, w)
+				v = binary.LittleEndian.AppendUint64(v, w)
 			}
-			sealInPlace(pv)
-			if err := ix.b.Set(postingKey(ix.key[:0], prefixTxPosting, p.field, &p.value, first), pv, nil); err != nil {
+			sealInPlace(v)
+			ix.pval = v
+			if err := ix.b.Set(postingKey(ix.key[:0], prefixTxPosting, p.field, &pv, first), v, nil); err != nil {
 				return err
 			}
 		}
@@ -348,17 +411,40 @@ func (ix *indexWriter) blocks(recs []txRecord) error {
 	return ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil)
 }
 
-// post sets transaction j of the block in field's posting of value.
-func (ix *indexWriter) post(field byte, value [16]byte, j int) {
-	for i := range ix.posts {
-		if p := &ix.posts[i]; p.field == field && p.value == value {
-			p.bits[j/64] |= 1 << (j % 64)
-			return
-		}
+// key is the posting's value as keys hold it.
+func (p *blockPosting) key() [16]byte {
+	if p.field == fieldLedger {
+		return u32Value(uint32(p.value))
 	}
-	ix.posts = append(ix.posts, blockPosting{field: field, value: value})
-	ix.posts[len(ix.posts)-1].bits[j/64] |= 1 << (j % 64)
+	if p.field == fieldCode {
+		return u16Value(uint16(p.value))
+	}
+	return u64Value(p.value)
 }
+
+// post sets transaction j of the block in field's posting of value.
+func (ix *indexWriter) post(field byte, value uint64, j int) {
+	i := ix.lastPost[field]
+	if i < 0 || ix.posts[i].value != value {
+		i = -1
+		for k := range ix.posts {
+			if ix.posts[k].field == field && ix.posts[k].value == value {
+				i = k
+				break
+			}
+		}
+		if i < 0 {
+			ix.posts = append(ix.posts, blockPosting{field: field, value: value})
+			i = len(ix.posts) - 1
+		}
+		ix.lastPost[field] = i
+	}
+	ix.posts[i].bits[j/64] |= 1 << (j % 64)
+}
+
+// timeValue is every time key's value: the key says it all, but no
+// stored record is empty or unchecked.
+var timeValue = sealRecord(nil)
 
 // tsKey orders int64 timestamps as unsigned big-endian keys.
 func tsKey(ts int64) uint64 { return uint64(ts) ^ 1<<63 }
@@ -377,10 +463,13 @@ func (ix *indexWriter) commit() error {
 }
 
 // apply indexes a batch the Snapshotter has applied: one pebble batch.
-// The history records were added by history as each transaction was
-// applied.
-func (ix *indexWriter) apply(recs []txRecord) error {
-	if err := ix.blocks(recs); err != nil {
+// The history records were noted by history as each transaction was
+// applied. With raw, ix.raw and ix.txs hold the transactions' encodings.
+func (ix *indexWriter) apply(recs []txRecord, raw bool) error {
+	if err := ix.writeHistory(recs); err != nil {
+		return err
+	}
+	if err := ix.blocks(recs, raw); err != nil {
 		return err
 	}
 	if err := ix.commit(); err != nil {

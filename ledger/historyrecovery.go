@@ -37,42 +37,16 @@ func openIndex(db *pebble.DB, cfg *Config, rs *recovered) (*indexWriter, catchUp
 		return nil, cs, nil
 	}
 	t0 := time.Now()
-	from, last, ok, err := readIndexState(db)
-	if err != nil {
-		return nil, cs, err
-	}
 	ix := newIndexWriter(db, rs.accts, cfg.MaxAccounts)
-	if !ok {
-		// No index batch ever reached the disk: a directory from before
-		// the index, or a crash lost the first ones. Build it from the
-		// first transaction if the WAL still holds it.
-		for _, p := range indexPrefixes {
-			if err == nil {
-				err = ix.b.DeleteRange([]byte{p}, prefixEnd(p), nil)
-			}
-		}
-		from, last = 1, 0
-	}
-	ix.from, ix.last = from, last
-	switch {
-	case err != nil:
-	case last > rs.last:
-		cs.cut = last - rs.last
-		err = ix.cut(rs)
-	case last < rs.last:
-		cs.txs = rs.last - last
-		var gap bool
-		if gap, err = ix.catchUp(cfg, rs); err == nil && gap {
-			// The WAL no longer holds what the index lacks.
-			log.Printf("ledger: %s: the history index reaches tx %d, the WAL starts after it: index restarted at tx %d", cfg.Dir, last, rs.last+1)
-			cs.txs, cs.restarted = 0, true
-			err = ix.restart(rs)
-		}
-	default:
-		err = ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil)
-		if err == nil {
-			err = ix.commit()
-		}
+	err := ix.bringUp(cfg, rs, &cs)
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		// The index is derived data: a damaged record of it costs a
+		// rebuild from the WAL, never the ledger.
+		log.Printf("ledger: %s: history index damaged (%v): rebuilding it from the WAL", cfg.Dir, err)
+		ix.b.Reset()
+		cs = catchUpStats{}
+		err = ix.rebuild(cfg, rs, &cs)
 	}
 	if err != nil {
 		ix.b.Close()
@@ -80,6 +54,63 @@ func openIndex(db *pebble.DB, cfg *Config, rs *recovered) (*indexWriter, catchUp
 	}
 	cs.took = time.Since(t0)
 	return ix, cs, nil
+}
+
+// bringUp brings the index to rs.last from the state it finds.
+func (ix *indexWriter) bringUp(cfg *Config, rs *recovered, cs *catchUpStats) error {
+	from, last, ok, err := readIndexState(ix.db)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// No index batch ever reached the disk: a directory from before
+		// the index, or a crash lost the first ones.
+		return ix.rebuild(cfg, rs, cs)
+	}
+	ix.from, ix.last = from, last
+	switch {
+	case last > rs.last:
+		cs.cut = last - rs.last
+		return ix.cut(rs)
+	case last < rs.last:
+		return ix.catchUpOrRestart(cfg, rs, cs)
+	}
+	if err := ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil); err != nil {
+		return err
+	}
+	return ix.commit()
+}
+
+// rebuild drops every index key and builds the index from the first
+// transaction, if the WAL still holds it (else from rs.last on).
+func (ix *indexWriter) rebuild(cfg *Config, rs *recovered, cs *catchUpStats) error {
+	ix.hpend, ix.raw, ix.txs = ix.hpend[:0], ix.raw[:0], ix.txs[:0]
+	for _, p := range indexPrefixes {
+		if err := ix.b.DeleteRange([]byte{p}, prefixEnd(p), nil); err != nil {
+			return err
+		}
+	}
+	ix.from, ix.last = 1, 0
+	return ix.catchUpOrRestart(cfg, rs, cs)
+}
+
+// catchUpOrRestart replays the WAL after ix.last into the index, or
+// restarts the index at rs.last if the WAL no longer reaches back there.
+func (ix *indexWriter) catchUpOrRestart(cfg *Config, rs *recovered, cs *catchUpStats) error {
+	if ix.last >= rs.last {
+		if err := ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil); err != nil {
+			return err
+		}
+		return ix.commit()
+	}
+	cs.txs = rs.last - ix.last
+	gap, err := ix.catchUp(cfg, rs)
+	if err != nil || !gap {
+		return err
+	}
+	log.Printf("ledger: %s: the history index reaches tx %d, the WAL starts after it: index restarted at tx %d", cfg.Dir, ix.last, rs.last+1)
+	cs.txs, cs.restarted = 0, true
+	return ix.restart(rs)
 }
 
 // restart drops every index key and starts the index after rs.last: the
@@ -144,12 +175,15 @@ func (ix *indexWriter) catchUp(cfg *Config, rs *recovered) (gap bool, err error)
 		b, err := parseBatch(p) // Scan verified its checksum
 		for err == nil {
 			var more bool
+			at := b.off
 			if more, err = b.next(&t); err != nil || !more || t.id > rs.last {
 				break
 			}
 			if t.id < from {
 				continue
 			}
+			ix.txs = append(ix.txs, rawTx{off: uint32(len(ix.raw)), n: uint32(b.off - at)})
+			ix.raw = append(ix.raw, p[at:b.off]...)
 			if first == 0 {
 				if first = t.id; first != from {
 					return errGap
@@ -184,8 +218,8 @@ func (ix *indexWriter) catchUp(cfg *Config, rs *recovered) (gap bool, err error)
 				}
 			}
 			if err = ix.history(recs, len(recs)-1, cells); err == nil && len(recs) == cap(recs) {
-				err = ix.apply(recs)
-				recs = recs[:0]
+				err = ix.apply(recs, true)
+				recs, ix.raw, ix.txs = recs[:0], ix.raw[:0], ix.txs[:0]
 			}
 		}
 		if err != nil {
@@ -204,7 +238,7 @@ func (ix *indexWriter) catchUp(cfg *Config, rs *recovered) (gap bool, err error)
 		return false, walError(err)
 	}
 	if len(recs) > 0 {
-		err = ix.apply(recs)
+		err = ix.apply(recs, true)
 	}
 	return false, err
 }
@@ -261,6 +295,13 @@ func (ix *indexWriter) cut(rs *recovered) error {
 				return &CorruptError{Key: clone(it.Key()), Reason: "index block: " + err.Error()}
 			}
 			if id <= after {
+				at := binary.LittleEndian.Uint32(b.offs[(id-b.first)*4:])
+				end := uint32(len(b.batch))
+				if id < b.last() {
+					end = binary.LittleEndian.Uint32(b.offs[(id-b.first+1)*4:])
+				}
+				ix.txs = append(ix.txs, rawTx{off: uint32(len(ix.raw)), n: end - at})
+				ix.raw = append(ix.raw, b.batch[at:end]...)
 				r := t.record()
 				es := r.entries()
 				for i := range es {
@@ -305,7 +346,7 @@ func (ix *indexWriter) cut(rs *recovered) error {
 	}
 	ix.last = after
 	if len(keep) > 0 {
-		return ix.apply(keep)
+		return ix.apply(keep, true)
 	}
 	if err := ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil); err != nil {
 		return err

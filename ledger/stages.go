@@ -426,7 +426,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 			for _, e := range r.entries() {
 				l.readable[e.cell].Store(e.value)
 			}
-			if ix != nil {
+			if ix != nil && (ix.nHist != 0 || r.kind == KindCreateAccount) {
 				if err := ix.history(recs, i, cells); err != nil {
 					l.fail(err)
 					return
@@ -461,7 +461,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		}
 		// Before Snapshot: a read that loads the index sees these keys.
 		if ix != nil {
-			if err := ix.apply(recs); err != nil {
+			if err := ix.apply(recs, false); err != nil {
 				l.fail(err)
 				return
 			}
