@@ -96,7 +96,7 @@ type indexWriter struct {
 	posts []blockPosting
 	// lastPost is, per field, the index in posts of the value posted last.
 	lastPost [4]int
-	key   [postingKeyLen]byte
+	key      [postingKeyLen]byte
 	// ledger is the one ledger of every account so far (0: none yet), and
 	// mixed says there are several: until then a transfer's ledger needs
 	// no look at its accounts.
