@@ -329,32 +329,30 @@ func (ix *indexWriter) blocks(recs []txRecord, raw bool) error {
 	for off := 0; off < len(recs); {
 		n := min(blockMax, len(recs)-off)
 		first, base := recs[off].id, recs[off].ts
-		for j := 1; j < n; j++ {
-			if d := recs[off+j].ts - base; d < 0 || d > math.MaxUint32 {
-				n = j
-				break
-			}
-		}
-		blk := recs[off : off+n]
 		ix.posts = ix.posts[:0]
 		ix.lastPost = [4]int{-1, -1, -1, -1}
-		for j := range blk {
-			r := &blk[j]
+		for j := range n {
+			r := &recs[off+j]
+			if d := r.ts - base; d < 0 || d > math.MaxUint32 {
+				n = j // the batch encoding's limit: a new block
+				break
+			}
 			if !isTransfer(r) {
 				continue
 			}
-			ix.post(fieldLedger, uint64(ix.ledgerOf(r)), j)
+			ix.post(fieldLedger, uint64(ix.ledgerOf(r)), uint(j))
 			// A zero code or user_data matches any in a query: never
 			// looked up, so not posted.
 			if r.hasTransfer() {
 				if r.code != 0 {
-					ix.post(fieldCode, uint64(r.code), j)
+					ix.post(fieldCode, uint64(r.code), uint(j))
 				}
 				if r.userData != 0 {
-					ix.post(fieldUserData, r.userData, j)
+					ix.post(fieldUserData, r.userData, uint(j))
 				}
 			}
 		}
+		blk := recs[off : off+n]
 		v := append(ix.val[:0], 0, 0, 0, 0)
 		v = binary.LittleEndian.AppendUint32(v, uint32(n))
 		v = binary.LittleEndian.AppendUint32(v, uint32(len(ix.posts)))
@@ -423,22 +421,28 @@ func (p *blockPosting) key() [16]byte {
 }
 
 // post sets transaction j of the block in field's posting of value.
-func (ix *indexWriter) post(field byte, value uint64, j int) {
-	i := ix.lastPost[field]
-	if i < 0 || ix.posts[i].value != value {
-		i = -1
-		for k := range ix.posts {
-			if ix.posts[k].field == field && ix.posts[k].value == value {
-				i = k
-				break
-			}
-		}
-		if i < 0 {
-			ix.posts = append(ix.posts, blockPosting{field: field, value: value})
-			i = len(ix.posts) - 1
-		}
-		ix.lastPost[field] = i
+func (ix *indexWriter) post(field byte, value uint64, j uint) {
+	if i := ix.lastPost[field]; i >= 0 && ix.posts[i].value == value {
+		ix.posts[i].bits[j/64] |= 1 << (j % 64)
+		return
 	}
+	ix.postNew(field, value, j)
+}
+
+// postNew is post of a value other than the field's last.
+func (ix *indexWriter) postNew(field byte, value uint64, j uint) {
+	i := -1
+	for k := range ix.posts {
+		if ix.posts[k].field == field && ix.posts[k].value == value {
+			i = k
+			break
+		}
+	}
+	if i < 0 {
+		ix.posts = append(ix.posts, blockPosting{field: field, value: value})
+		i = len(ix.posts) - 1
+	}
+	ix.lastPost[field] = i
 	ix.posts[i].bits[j/64] |= 1 << (j % 64)
 }
 
