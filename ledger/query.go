@@ -397,11 +397,16 @@ func (l *Ledger) QueryAccounts(ctx context.Context, q AccountQuery) (AccountsPag
 		}
 	}
 	p.Accounts = make([]Account, len(slots))
+	set := p.AsOf // the accounts are those created up to it
 	p.ReadInfo.Through = l.readBalances(func() {
 		for i, s := range slots {
 			p.Accounts[i] = l.account(s)
 		}
 	}, &p.ReadInfo)
+	// The columns reflect at least the readable balances' mark; the set,
+	// the index's (Through is past both).
+	p.AsOf = min(p.AsOf, set)
+	p.Through = max(p.Through, set)
 	if len(slots) == q.Limit {
 		p.Next = makeCursor(readQueryAccounts, fh, slots[len(slots)-1])
 	}
