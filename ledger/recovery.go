@@ -33,6 +33,10 @@ type recovered struct {
 	// (snapshot, snapEnd], every cell an entry touched: its chunk value,
 	// and whether that value was one of the cell's values in the window.
 	win map[uint64]winAcct
+	// The history index's writer, once Open brought it to last
+	// (historyrecovery.go), and what that took.
+	ix      *indexWriter
+	ixCatch catchUpStats
 }
 
 type winAcct struct {

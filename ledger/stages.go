@@ -393,6 +393,11 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 	var op bookOp
 	acctBatch := l.db.NewBatch() // the account records of a batch's creations
 	defer acctBatch.Close()
+	ix := l.ix // the history and query indexes, if kept (historyindex.go)
+	var cells cellSource = liveCells(l.readable)
+	if ix != nil {
+		defer ix.b.Close()
+	}
 	for {
 		recs := l.toSnap.PeekN(snapshotterRun)
 		if len(recs) == 0 {
@@ -434,6 +439,12 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 					return
 				}
 			}
+			if ix != nil && (ix.nHist != 0 || r.kind == KindCreateAccount) {
+				if err := ix.history(recs, i, cells); err != nil {
+					l.fail(err)
+					return
+				}
+			}
 			if r.kind == KindCreateAccount && r.fail == OK {
 				acctBatch.Set(idKey(prefixAccount, accounts), encodeAccountRecord(r.account()), nil)
 				accounts++
@@ -460,6 +471,14 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 				l.fail(err)
 				return
 			}
+		}
+		// Before Snapshot: a read that loads the index sees these keys.
+		if ix != nil {
+			if err := ix.apply(recs, false); err != nil {
+				l.fail(err)
+				return
+			}
+			l.indexed.Store(last)
 		}
 		applied, appliedTs = last, recs[len(recs)-1].ts
 		l.visible.Store(accounts) // before Snapshot: a reader seeing the index sees the accounts
