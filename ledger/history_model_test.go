@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ type histAcct struct {
 	createdTx TxID
 	createdTs int64
 	cols      [numColumns]uint64
-	history   []AccountTransfer // transfers touching it, with its columns after
+	history   []histEntry // transactions touching it, with its columns after
 }
 
 func newHistModel(txs []Result) *histModel {
@@ -45,43 +46,49 @@ func (m *histModel) add(r Result) {
 		panic("results out of order")
 	}
 	m.txs = append(m.txs, r)
-	if r.Fail != OK {
-		return
+	var touched []uint64
+	side := map[uint64]byte{}
+	move := func(account uint64, col Column, value uint64) {
+		m.accts[account].cols[col] = value
+		if !slices.Contains(touched, account) {
+			touched = append(touched, account)
+		}
+		if col == DebitsPosted || col == DebitsPending {
+			side[account] |= sideDebit
+		} else {
+			side[account] |= sideCredit
+		}
 	}
-	if r.Kind == KindCreateAccount {
+	// The expiry scan's releases come first, even before a failed
+	// transaction: each expired pending transfer's hold leaves the
+	// pending columns it entered.
+	for _, id := range r.Expired {
+		for _, e := range m.txs[id-1].Entries {
+			if (e.Column == DebitsPending || e.Column == CreditsPending) && e.Delta > 0 {
+				move(e.Account, e.Column, m.accts[e.Account].cols[e.Column]-uint64(e.Delta))
+			}
+		}
+	}
+	if r.Fail == OK && r.Kind == KindCreateAccount {
 		m.accts[r.Account.ID] = &histAcct{meta: *r.Account, createdTx: r.ID, createdTs: r.Timestamp}
 		m.order = append(m.order, r.Account.ID)
-		return
 	}
-	var touched []uint64
 	for _, e := range r.Entries {
-		m.accts[e.Account].cols[e.Column] = uint64(e.Value)
-		if !slices.Contains(touched, e.Account) {
-			touched = append(touched, e.Account)
-		}
+		move(e.Account, e.Column, uint64(e.Value))
 	}
 	for _, id := range touched {
 		a := m.accts[id]
-		a.history = append(a.history, AccountTransfer{Result: r, Balance: AccountBalance{TxID: r.ID, Timestamp: r.Timestamp,
+		a.history = append(a.history, histEntry{AccountTransfer{Result: r, Balance: AccountBalance{TxID: r.ID, Timestamp: r.Timestamp,
 			DebitsPosted: a.cols[DebitsPosted], CreditsPosted: a.cols[CreditsPosted],
-			DebitsPending: a.cols[DebitsPending], CreditsPending: a.cols[CreditsPending]}})
+			DebitsPending: a.cols[DebitsPending], CreditsPending: a.cols[CreditsPending]}}, side[id]})
 	}
 }
 
-// sideOf is how r moved account.
-func sideOf(r *Result, account uint64) byte {
-	var s byte
-	for _, e := range r.Entries {
-		if e.Account != account {
-			continue
-		}
-		if e.Column == DebitsPosted || e.Column == DebitsPending {
-			s |= sideDebit
-		} else {
-			s |= sideCredit
-		}
-	}
-	return s
+// histEntry is a transaction in an account's history, with how it moved
+// the account.
+type histEntry struct {
+	AccountTransfer
+	side byte
 }
 
 func (m *histModel) ledgerOf(r *Result) uint32 {
@@ -98,13 +105,12 @@ func (m *histModel) ledgerOf(r *Result) uint32 {
 
 func (m *histModel) accountTransfers(account uint64, f AccountFilter) []AccountTransfer {
 	var out []AccountTransfer
-	for _, at := range m.accts[account].history {
-		s := sideOf(&at.Result, account)
-		if (s&sideDebit == 0 || !f.Debits) && (s&sideCredit == 0 || !f.Credits) {
+	for _, h := range m.accts[account].history {
+		if (h.side&sideDebit == 0 || !f.Debits) && (h.side&sideCredit == 0 || !f.Credits) {
 			continue
 		}
-		if inTime(at.Timestamp, f.MinTimestamp, f.MaxTimestamp) && hasFields(&at.Result, f.Code, f.UserData) {
-			out = append(out, at)
+		if inTime(h.Timestamp, f.MinTimestamp, f.MaxTimestamp) && hasFields(&h.Result, f.Code, f.UserData) {
+			out = append(out, h.AccountTransfer)
 		}
 	}
 	if f.Reverse {
@@ -428,7 +434,12 @@ func TestHistoryModel(t *testing.T) {
 	t.Logf("seed %d (-ledger.history-seed)", seed)
 	rng := rand.New(rand.NewPCG(21, seed))
 	mem := vfs.NewCrashableMem()
-	cfg := Config{Dir: "/h", FS: mem, MaxAccounts: 64, RingSize: 256, SnapshotEvery: 300, WALSegmentSize: 256 << 10}
+	// A clock 300 ms ahead at every reading: pending transfers with a
+	// second's timeout expire within the workload.
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	cfg := Config{Dir: "/h", FS: mem, MaxAccounts: 64, RingSize: 256, SnapshotEvery: 300, WALSegmentSize: 256 << 10,
+		now: func() int64 { return clock.Add(int64(300 * time.Millisecond)) }}
 	l, err := Open(cfg)
 	require.NoError(t, err)
 	accts, res := histAccounts(t, l, 16)
@@ -478,8 +489,13 @@ func TestHistoryModel(t *testing.T) {
 			resolved++
 		}
 	}
+	var expired int
+	for _, r := range all {
+		expired += len(r.Expired)
+	}
 	require.NotZero(t, held)
 	require.NotZero(t, resolved)
+	require.NotZero(t, expired, "no pending transfer expired")
 	require.NoError(t, l.Close())
 	l, err = Open(cfg)
 	require.NoError(t, err)

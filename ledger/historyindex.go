@@ -88,6 +88,7 @@ type indexWriter struct {
 	from  uint64 // first transaction the index holds
 	last  uint64 // last transaction in b or before
 	hpend []histPending
+	ents  []cellEntry // scratch of allEntries
 	nHist int     // accounts with the History flag
 	raw   []byte  // the encodings of the transactions being indexed
 	txs   []rawTx // each one's in raw
@@ -152,10 +153,10 @@ func (ix *indexWriter) hasHistory(slot uint64) bool { return ix.hist[slot/64]&(1
 // after it), or the postings of the account it created.
 func (ix *indexWriter) history(recs []txRecord, i int, cells cellSource) error {
 	r := &recs[i]
-	if r.fail != OK || ix.nHist == 0 && r.kind != KindCreateAccount {
+	if ix.nHist == 0 && r.kind != KindCreateAccount {
 		return nil
 	}
-	if r.kind == KindCreateAccount {
+	if r.kind == KindCreateAccount && r.fail == OK {
 		m := r.account()
 		s, ok := ix.accts.slot(m.id)
 		if !ok {
@@ -168,7 +169,7 @@ func (ix *indexWriter) history(recs []txRecord, i int, cells cellSource) error {
 		ix.sawLedger(m.ledger)
 		return ix.accountPostings(s, m, r.id, r.ts)
 	}
-	es := r.entries()
+	es := ix.allEntries(r)
 	for j := range es {
 		s := uint64(es[j].cell) / cellsPerAccount
 		if !ix.hasHistory(s) || seenSlot(es[:j], s) {
@@ -220,6 +221,16 @@ func (ix *indexWriter) writeHistory(recs []txRecord) error {
 	}
 	ix.hpend = ix.hpend[:0]
 	return nil
+}
+
+// allEntries are every entry of r: the expiry scan's releases (which
+// even a failed transaction carries), then its own.
+func (ix *indexWriter) allEntries(r *txRecord) []cellEntry {
+	if r.extra == nil || len(r.extra.exp) == 0 {
+		return r.entries()
+	}
+	ix.ents = append(append(ix.ents[:0], r.extra.exp...), r.entries()...)
+	return ix.ents
 }
 
 // seenSlot reports whether an entry of es is on slot s.

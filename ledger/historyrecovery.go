@@ -191,22 +191,15 @@ func (ix *indexWriter) catchUp(cfg *Config, rs *recovered) (gap bool, err error)
 			}
 			recs = append(recs, t.record())
 			r := &recs[len(recs)-1]
-			es := r.entries()
-			for i := range es {
-				s, ok := flagged[es[i].acct]
-				if !ok {
-					continue
+			if r.extra != nil {
+				if err = ix.tailCells(r.extra.exp, flagged, seeded, cells); err != nil {
+					break
 				}
-				if !seeded[s] {
-					if err := ix.seed(es[i].acct, s, cells); err != nil {
-						return err
-					}
-					seeded[s] = true
-				}
-				c := cell(s, es[i].col)
-				es[i].cell = uint32(c)
-				cells[c] = es[i].value
 			}
+			if err = ix.tailCells(r.entries(), flagged, seeded, cells); err != nil {
+				break
+			}
+			es := r.entries()
 			if !ix.oneLedger() {
 				// ledgerOf reads the first account's slot.
 				for i := range es {
@@ -241,6 +234,27 @@ func (ix *indexWriter) catchUp(cfg *Config, rs *recovered) (gap bool, err error)
 		err = ix.apply(recs, true)
 	}
 	return false, err
+}
+
+// tailCells sets, during a catch-up, the cells of History accounts that
+// es change (and their slots in es): their columns after the transaction.
+func (ix *indexWriter) tailCells(es []cellEntry, flagged map[uint64]uint64, seeded map[uint64]bool, cells tailCells) error {
+	for i := range es {
+		s, ok := flagged[es[i].acct]
+		if !ok {
+			continue
+		}
+		if !seeded[s] {
+			if err := ix.seed(es[i].acct, s, cells); err != nil {
+				return err
+			}
+			seeded[s] = true
+		}
+		c := cell(s, es[i].col)
+		es[i].cell = uint32(c)
+		cells[c] = es[i].value
+	}
+	return nil
 }
 
 // seed loads into cells the columns of account (in slot s) as of ix.last:
