@@ -89,9 +89,9 @@ type indexWriter struct {
 	last  uint64 // last transaction in b or before
 	hpend []histPending
 	ents  []cellEntry // scratch of allEntries
-	nHist int     // accounts with the History flag
-	raw   []byte  // the encodings of the transactions being indexed
-	txs   []rawTx // each one's in raw
+	nHist int         // accounts with the History flag
+	raw   []byte      // the encodings of the transactions being indexed
+	txs   []rawTx     // each one's in raw
 	val   []byte
 	pval  []byte
 	posts []blockPosting
