@@ -14,7 +14,7 @@ var (
 	benchHistoryTxs  = flag.Int("ledger.history-txs", 1_000_000, "transactions in the ledger BenchmarkAccountTransfers reads (the bar: 10,000,000)")
 	benchHistoryRate = flag.Int("ledger.history-rate", 100_000, "transactions per second BenchmarkAccountTransfers writes while it reads")
 	benchCatchUpTxs  = flag.Int("ledger.catchup-txs", 1_000_000, "transactions BenchmarkIndexCatchUp replays into the index")
-	benchIndexAccts  = flag.Uint64("ledger.index-accounts", 1_000_000, "accounts of BenchmarkSubmitIndex (fewer for callgrind)")
+	benchIndexAccts  = flag.Uint64("ledger.index-accounts", 1_000_000, "accounts of BenchmarkSubmitIndex and BenchmarkIndexCatchUp (fewer for callgrind)")
 )
 
 // createFlagged creates accounts 1..n-1 in ledger 1 with flags.
@@ -190,7 +190,7 @@ func BenchmarkAccountTransfers(b *testing.B) {
 // History account) written with the index off, then Open with it on
 // replays them into it. ns/op and tx/s are per transaction caught up.
 func BenchmarkIndexCatchUp(b *testing.B) {
-	const accounts = 1_000_000
+	accounts := *benchIndexAccts
 	dir := b.TempDir()
 	cfg := Config{Dir: dir, MaxAccounts: accounts, WALRetention: -1}
 	l, err := Open(cfg)
