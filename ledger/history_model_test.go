@@ -589,3 +589,79 @@ func TestHistoryIndexDamage(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.NoError(t, l.Close())
 }
+
+// TestHistoryIndexOffThenOn: an Open with the index off writes none of it;
+// the next Open with it on catches up from the WAL what that run wrote, or,
+// if retention removed those segments meanwhile, restarts the index at
+// the recovered state: every History account's columns as an opening
+// record, its history from there on.
+func TestHistoryIndexOffThenOn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 11))
+	ctx := context.Background()
+	for _, prune := range []bool{false, true} {
+		cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, WALSegmentSize: 256 << 10, SnapshotEvery: -1}
+		if prune {
+			cfg.SnapshotEvery, cfg.WALRetention = 200, 1
+		}
+		l, err := Open(cfg)
+		require.NoError(t, err)
+		accts, all := histAccounts(t, l, 16)
+		ref := uint64(0)
+		run := func(l *Ledger, n int) {
+			for range n {
+				r, err := l.SubmitBatchAndWait(ctx, histWorkload(rng, 60, accts, &ref), Committed)
+				require.NoError(t, err)
+				all = append(all, r...)
+			}
+		}
+		run(l, 5)
+		require.NoError(t, l.Close())
+		off := cfg
+		off.DisableIndex = true
+		l, err = Open(off)
+		require.NoError(t, err)
+		mark := TxID(len(all))
+		if prune {
+			run(l, 200) // several segments: retention removes the oldest
+		} else {
+			run(l, 40)
+		}
+		_, err = l.AccountTransfers(ctx, accts[0], AccountFilter{Debits: true, Limit: 10})
+		require.ErrorIs(t, err, ErrIndexOff)
+		_, err = l.QueryTransfers(ctx, TransferFilter{Limit: 10})
+		require.ErrorIs(t, err, ErrIndexOff)
+		require.NoError(t, l.Close())
+
+		l, err = Open(cfg)
+		require.NoError(t, err)
+		st := l.IndexStats()
+		require.Equal(t, prune, st.Restarted, "stats %+v", st)
+		if !prune {
+			require.Equal(t, uint64(len(all))-uint64(mark), st.CaughtUp)
+			checkIndex(t, l, newHistModel(all), rng)
+		} else {
+			// The history starts after the restart: an opening record
+			// carries every History account's columns, so a balance as of
+			// any later transaction is exact.
+			m := newHistModel(all)
+			run(l, 3)
+			m = newHistModel(all)
+			last := TxID(len(all))
+			require.NoError(t, l.Wait(ctx, last, Snapshot))
+			for _, id := range m.order {
+				if m.accts[id].meta.Flags&History == 0 {
+					continue
+				}
+				b, _, err := l.BalanceAt(ctx, id, last)
+				require.NoError(t, err)
+				want := m.balanceAt(id, last)
+				want.Timestamp, b.Timestamp = 0, 0
+				if want.TxID < TxID(l.recovered.last)+1 {
+					want.TxID = TxID(l.recovered.last) // the opening record
+				}
+				require.Equal(t, want, b, "account %d", id)
+			}
+		}
+		require.NoError(t, l.Close())
+	}
+}

@@ -117,6 +117,11 @@ func (ix *indexWriter) catchUpOrRestart(cfg *Config, rs *recovered, cs *catchUpS
 // columns of each History account then, as an opening record, and the
 // postings of every account (creation tx and timestamp unknown: 0).
 func (ix *indexWriter) restart(rs *recovered) error {
+	// The mark goes first: a crash before the last commit below leaves a
+	// directory without one, which the next Open rebuilds.
+	if err := ix.b.Delete(indexStateKey, nil); err != nil {
+		return err
+	}
 	for _, p := range indexPrefixes {
 		if err := ix.b.DeleteRange([]byte{p}, prefixEnd(p), nil); err != nil {
 			return err
@@ -124,6 +129,11 @@ func (ix *indexWriter) restart(rs *recovered) error {
 	}
 	cells := liveCells(rs.bal)
 	for s := uint64(1); s < rs.accts.n; s++ {
+		if s%4096 == 0 { // bounded batches, for millions of accounts
+			if err := ix.commit(); err != nil {
+				return err
+			}
+		}
 		m := rs.accts.meta[s]
 		if err := ix.accountPostings(s, m, 0, 0); err != nil {
 			return err
