@@ -643,9 +643,8 @@ func TestHistoryIndexOffThenOn(t *testing.T) {
 			// The history starts after the restart: an opening record
 			// carries every History account's columns, so a balance as of
 			// any later transaction is exact.
-			m := newHistModel(all)
 			run(l, 3)
-			m = newHistModel(all)
+			m := newHistModel(all)
 			last := TxID(len(all))
 			require.NoError(t, l.Wait(ctx, last, Snapshot))
 			for _, id := range m.order {
