@@ -291,10 +291,11 @@ func userDataValue(u [2]uint64) (b [16]byte) {
 
 // accountPostings writes the postings of the account created in slot s.
 func (ix *indexWriter) accountPostings(s uint64, m acctMeta, tx uint64, ts int64) error {
-	v := make([]byte, 4, 20)
+	v := append(ix.pval[:0], 0, 0, 0, 0)
 	v = binary.LittleEndian.AppendUint64(v, tx)
 	v = binary.LittleEndian.AppendUint64(v, uint64(ts))
 	sealInPlace(v)
+	ix.pval = v
 	for _, p := range [...]struct {
 		f byte
 		v [16]byte
