@@ -32,6 +32,12 @@ const inprocAccounts = 1024
 // startInproc starts size nodes; clients, if given, are their client
 // addresses (Config.ClientAddrs).
 func startInproc(tb testing.TB, size int, proxied bool, clients ...string) *inproc {
+	return startInprocWith(tb, size, proxied, ledger.Config{MaxAccounts: inprocAccounts}, clients...)
+}
+
+// startInprocWith starts size nodes whose ledgers take lc (MaxAccounts
+// must be inprocAccounts).
+func startInprocWith(tb testing.TB, size int, proxied bool, lc ledger.Config, clients ...string) *inproc {
 	c := &inproc{tb: tb, links: map[[2]int]*link{}}
 	var lns []net.Listener
 	var addrs []string
@@ -56,7 +62,7 @@ func startInproc(tb testing.TB, size int, proxied bool, clients ...string) *inpr
 		dir := filepath.Join(root, strconv.Itoa(i+1))
 		c.dirs = append(c.dirs, dir)
 		cfg := Config{ClusterID: 9, NodeID: uint64(i + 1), Peers: peers, Dir: dir, Listener: lns[i],
-			Ledger: ledger.Config{MaxAccounts: inprocAccounts}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			Ledger: lc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		if len(clients) == size {
 			cfg.ClientAddrs = map[uint64]string{}
 			for j, a := range clients {

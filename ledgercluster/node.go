@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -59,6 +60,15 @@ type Node struct {
 	confState *pb.ConfState
 	sinceComp int
 
+	// Raft snapshots (snapshot.go).
+	snapCtx    context.Context // canceled by Stop: sends end
+	snapCancel context.CancelFunc
+	snapWG     sync.WaitGroup
+	snapMu     sync.Mutex
+	sending    map[uint64]bool // peers a snapshot is being sent to
+	recvMu     sync.Mutex      // held while a received checkpoint is written or installed
+	installed  atomic.Uint64   // snapshots installed since Start
+
 	stop    chan struct{}
 	done    chan struct{}
 	errMu   sync.Mutex
@@ -74,8 +84,18 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), pending: make(map[uint64]chan error), reads: make(map[uint64]chan readAt),
-		stop: make(chan struct{}), done: make(chan struct{}), confState: &pb.ConfState{}}
+		stop: make(chan struct{}), done: make(chan struct{}), confState: &pb.ConfState{}, sending: make(map[uint64]bool)}
+	n.snapCtx, n.snapCancel = context.WithCancel(context.Background())
 	if err := writeIdentity(cfg); err != nil {
+		return nil, err
+	}
+	// A checkpoint received before a crash is of no use: raft took it
+	// only if the ledger installed it. An install a crash cut short is
+	// finished or undone.
+	if err := os.RemoveAll(n.snapDir()); err != nil {
+		return nil, err
+	}
+	if err := ledger.FinishInstall(n.ledgerConfig()); err != nil {
 		return nil, err
 	}
 	rl, fresh, err := openRaftLog(filepath.Join(cfg.Dir, "raft"))
@@ -110,7 +130,7 @@ func Start(cfg Config) (*Node, error) {
 		n.rn = raft.RestartNode(rc)
 	}
 	n.tr, err = newTransport(cfg.ClusterID, cfg.NodeID, cfg.Listener, cfg.Peers[cfg.NodeID], cfg.Peers,
-		func(m *pb.Message) { n.rn.Step(context.Background(), m) }, n.rn.ReportUnreachable, n.log)
+		func(m *pb.Message) { n.rn.Step(context.Background(), m) }, n.rn.ReportUnreachable, n.receiveSnapshot, n.log)
 	if err != nil {
 		n.rn.Stop()
 		l.Close()
@@ -124,9 +144,6 @@ func Start(cfg Config) (*Node, error) {
 func (n *Node) ledgerConfig() ledger.Config {
 	c := n.cfg.Ledger
 	c.Dir = filepath.Join(n.cfg.Dir, "ledger")
-	// Until snapshots travel through raft, every replica keeps its whole
-	// WAL: followers never prune, and the hash covers the same batches.
-	c.WALRetention = -1
 	return c
 }
 
@@ -274,6 +291,14 @@ func (n *Node) ready(rd raft.Ready) error {
 			return err
 		}
 	}
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		n.recvMu.Lock()
+		err := n.installSnapshot(rd.Snapshot)
+		n.recvMu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
 	if err := n.rl.save(rd.HardState, rd.Entries, rd.MustSync); err != nil {
 		return fmt.Errorf("ledgercluster: raft log: %w", err)
 	}
@@ -283,16 +308,10 @@ func (n *Node) ready(rd raft.Ready) error {
 	}
 	for _, m := range rd.Messages {
 		if m.GetType() == pb.MsgSnap {
-			// Snapshot transfer is not built: a replica behind the
-			// compacted log cannot catch up yet (docs/ledger-cluster.md).
-			n.log.Warn("raft snapshot to send; not supported", "to", m.GetTo())
-			n.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFailure)
+			n.sendSnapshot(m)
 			continue
 		}
 		n.tr.send(m)
-	}
-	if !raft.IsEmptySnap(rd.Snapshot) {
-		return errors.New("ledgercluster: received a raft snapshot; snapshot transfer is not built")
 	}
 	for _, e := range rd.CommittedEntries {
 		if err := n.apply(e); err != nil {
@@ -437,21 +456,25 @@ func (n *Node) joinPromotion(wait bool) error {
 }
 
 // compactEvery is how many applied entries pass between compactions;
-// compactKeep how many entries stay in memory below the bound, for peers a
-// little behind. Variables so a test can compact a short log.
+// compactKeep and compactKeepBytes bound the entries kept in memory below
+// the compaction bound, for peers a little behind; a peer further behind
+// than compactLagBytes of entries no longer holds compaction back and
+// catches up by snapshot. Variables so a test can compact a short log.
 var (
-	compactEvery = 1024
-	compactKeep  = uint64(4096)
+	compactEvery     = 1024
+	compactKeep      = uint64(4096)
+	compactKeepBytes = uint64(16 << 20)
+	compactLagBytes  = uint64(64 << 20)
 )
 
 // entryTx is an applied raft entry and the last tx of its batch.
 type entryTx struct{ index, tx uint64 }
 
-// maybeCompact drops raft entries from memory below what every peer has
-// (on the leader) and what this replica's ledger WAL holds: a restart
-// replays the raft log from the compaction mark on, so nothing below it
-// may be missing from the WAL (a leader ledger writes a committed batch
-// after the Ready loop signals it).
+// maybeCompact drops raft entries from memory below what this replica's
+// ledger WAL holds — a restart replays the raft log from the compaction
+// mark on, so nothing below it may be missing from the WAL (a leader
+// ledger writes a committed batch after the Ready loop signals it) — and,
+// on the leader, below what every peer not too far behind has.
 func (n *Node) maybeCompact(applied int) error {
 	n.sinceComp += applied
 	if n.sinceComp < compactEvery {
@@ -472,18 +495,50 @@ func (n *Node) maybeCompact(applied int) error {
 	}
 	n.recent = append(n.recent[:0], n.recent[k:]...)
 	if n.role == raft.StateLeader {
-		for _, pr := range n.rn.Status().Progress {
-			to = min(to, pr.Match)
+		for id, pr := range n.rn.Status().Progress {
+			if id != n.cfg.NodeID && pr.Match < to && n.within(pr.Match, to, compactLagBytes) {
+				to = pr.Match
+			}
 		}
 	}
-	if to <= compactKeep {
+	first, _ := n.rl.mem.FirstIndex()
+	// Keep up to compactKeep entries and compactKeepBytes below to.
+	lo := first
+	if to > compactKeep {
+		lo = max(lo, to-compactKeep+1)
+	}
+	if lo > to {
 		return nil
 	}
-	to -= compactKeep
-	if first, _ := n.rl.mem.FirstIndex(); to < first {
+	ents, err := n.rl.mem.Entries(lo, to+1, math.MaxUint64)
+	if err != nil {
+		return nil
+	}
+	var kept uint64
+	i := len(ents)
+	for i > 0 && kept+uint64(len(ents[i-1].GetData())) <= compactKeepBytes {
+		kept += uint64(len(ents[i-1].GetData()))
+		i--
+	}
+	if i == 0 {
+		if lo == first {
+			return nil // everything below to fits what is kept
+		}
+		to = lo - 1
+	} else {
+		to = ents[i-1].GetIndex()
+	}
+	if to < first {
 		return nil
 	}
 	return n.rl.compact(to, n.confState)
+}
+
+// within reports whether the entries after match up to to are in memory
+// and hold at most limit bytes.
+func (n *Node) within(match, to, limit uint64) bool {
+	ents, err := n.rl.mem.Entries(match+1, to+1, limit)
+	return err == nil && uint64(len(ents)) == to-match
 }
 
 // Stop leaves the cluster: the Ready loop ends, the ledger closes (a
@@ -498,6 +553,8 @@ func (n *Node) Stop() error {
 		<-n.promoting
 	}
 	n.failPending(ledger.ErrClosed)
+	n.snapCancel()
+	n.snapWG.Wait()
 	n.rn.Stop()
 	terr := n.tr.close()
 	lerr := n.cur.Load().Close()

@@ -22,15 +22,20 @@ import (
 // loss, so a full queue or a broken connection drops messages (and tells
 // raft the peer is unreachable) instead of blocking the Ready loop.
 //
-// A connection opens with a hello: [u64 cluster id][u64 sender id]; a
-// different cluster id closes it. Then frames: [u32 length][Message].
+// A connection opens with a hello: [u64 cluster id][u64 sender id][u8
+// kind]; a different cluster id closes it. A message connection (kind 0)
+// then carries frames: [u32 length][Message]. A snapshot connection (kind
+// 1) carries one MsgSnap frame and its checkpoint (snapstream.go).
 type transport struct {
 	clusterID, self uint64
 	ln              net.Listener
 	peers           map[uint64]*peer
 	step            func(*pb.Message)
 	unreachable     func(id uint64)
-	log             *slog.Logger
+	// snapshot receives a MsgSnap and its checkpoint stream; nil refuses
+	// snapshot connections.
+	snapshot func(m *pb.Message, body io.Reader) error
+	log      *slog.Logger
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -42,7 +47,10 @@ type transport struct {
 const (
 	peerQueue = 4096
 	maxFrame  = 64 << 20
-	helloLen  = 16
+	helloLen  = 17
+
+	connMessages = 0
+	connSnapshot = 1
 )
 
 type peer struct {
@@ -51,7 +59,8 @@ type peer struct {
 	q    chan []byte // marshaled messages
 }
 
-func newTransport(clusterID, self uint64, ln net.Listener, listen string, peers map[uint64]string, step func(*pb.Message), unreachable func(uint64), log *slog.Logger) (*transport, error) {
+func newTransport(clusterID, self uint64, ln net.Listener, listen string, peers map[uint64]string, step func(*pb.Message), unreachable func(uint64),
+	snapshot func(*pb.Message, io.Reader) error, log *slog.Logger) (*transport, error) {
 	if ln == nil {
 		var err error
 		if ln, err = net.Listen("tcp", listen); err != nil {
@@ -59,7 +68,7 @@ func newTransport(clusterID, self uint64, ln net.Listener, listen string, peers 
 		}
 	}
 	t := &transport{clusterID: clusterID, self: self, ln: ln, peers: make(map[uint64]*peer), step: step,
-		unreachable: unreachable, log: log, conns: make(map[net.Conn]struct{}), done: make(chan struct{})}
+		unreachable: unreachable, snapshot: snapshot, log: log, conns: make(map[net.Conn]struct{}), done: make(chan struct{})}
 	for id, addr := range peers {
 		if id == self {
 			continue
@@ -144,10 +153,7 @@ func (t *transport) runPeer(p *peer) {
 				return
 			}
 			c, w = nc, bufio.NewWriterSize(nc, 256<<10)
-			var hello [helloLen]byte
-			binary.LittleEndian.PutUint64(hello[0:], t.clusterID)
-			binary.LittleEndian.PutUint64(hello[8:], t.self)
-			w.Write(hello[:])
+			w.Write(t.hello(connMessages))
 		}
 		err := writeFrame(w, b)
 		for more := true; more && err == nil; { // everything queued: one write
@@ -166,6 +172,14 @@ func (t *transport) runPeer(p *peer) {
 			t.unreachable(p.id)
 		}
 	}
+}
+
+func (t *transport) hello(kind byte) []byte {
+	var h [helloLen]byte
+	binary.LittleEndian.PutUint64(h[0:], t.clusterID)
+	binary.LittleEndian.PutUint64(h[8:], t.self)
+	h[16] = kind
+	return h[:]
 }
 
 func (t *transport) drain(p *peer) {
@@ -216,31 +230,50 @@ func (t *transport) serve(c net.Conn) {
 		t.log.Warn("raft connection from another cluster refused", "remote", c.RemoteAddr(), "cluster_id", id)
 		return
 	}
-	var h [4]byte
 	var buf []byte
-	for {
-		if _, err := io.ReadFull(r, h[:]); err != nil {
-			return
+	switch hello[16] {
+	case connMessages:
+		for {
+			m, err := readMessage(r, &buf)
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+					t.log.Warn("raft message", "remote", c.RemoteAddr(), "err", err)
+				}
+				return
+			}
+			t.step(m)
 		}
-		n := binary.LittleEndian.Uint32(h[:])
-		if n > maxFrame {
-			t.log.Warn("raft frame too large", "remote", c.RemoteAddr(), "bytes", n)
-			return
+	case connSnapshot:
+		if err := t.receiveSnapshot(c, r); err != nil {
+			t.log.Warn("raft snapshot not received", "remote", c.RemoteAddr(), "err", err)
 		}
-		if cap(buf) < int(n) {
-			buf = make([]byte, n)
-		}
-		buf = buf[:n]
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return
-		}
-		m := &pb.Message{}
-		if err := proto.Unmarshal(buf, m); err != nil {
-			t.log.Warn("bad raft message", "remote", c.RemoteAddr(), "err", err)
-			return
-		}
-		t.step(m)
+	default:
+		t.log.Warn("raft connection of unknown kind refused", "remote", c.RemoteAddr(), "kind", hello[16])
 	}
+}
+
+// readMessage reads one frame, reusing *buf.
+func readMessage(r io.Reader, buf *[]byte) (*pb.Message, error) {
+	var h [4]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, err
+	}
+	n := binary.LittleEndian.Uint32(h[:])
+	if n > maxFrame {
+		return nil, fmt.Errorf("%d-byte frame", n)
+	}
+	if cap(*buf) < int(n) {
+		*buf = make([]byte, n)
+	}
+	b := (*buf)[:n]
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	m := &pb.Message{}
+	if err := proto.Unmarshal(b, m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func (t *transport) close() error {
