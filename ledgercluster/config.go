@@ -33,6 +33,11 @@ type Config struct {
 	// ClientAddrs maps replica ids to the addresses clients reach them at;
 	// a follower's *ledger.NotLeaderError names the leader's. Optional.
 	ClientAddrs map[uint64]string
+	// Join starts a new replica of a running cluster: it waits, outside
+	// the configuration, until the leader adds it (AddReplica) and sends
+	// it the log or a snapshot. Peers must name the cluster's replicas and
+	// this one. Ignored once the directory holds a raft log.
+	Join bool
 	// Dir holds the replica: Dir/raft (the raft log) and Dir/ledger.
 	Dir string
 	// Ledger configures the ledger; its Dir and WALRetention are set by

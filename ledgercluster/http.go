@@ -19,6 +19,9 @@ import (
 //	GET  /v1/balance/{acct}  -> {"balance","applied"}: as of the replica's applied tx;
 //	                            ?linearizable=true: through raft's ReadIndex, leader only (421 else)
 //	GET  /v1/status          -> Status
+//	GET  /v1/members         -> []Member: the address book and raft's voters
+//	POST /v1/members         {"id","raft","client"} -> 200 once the replica is added (leader only, 421 else)
+//	DELETE /v1/members/{id}  -> 200 once the replica is removed (leader only, 421 else)
 //	GET  /metrics            -> Prometheus gauges (applied, replicated, leader, WAL hash)
 //
 // Requests are decoded strictly (an unknown field is a 400 naming it). A
@@ -30,7 +33,44 @@ func Handler(n *Node) http.Handler {
 	mux.HandleFunc("GET /v1/balance/{account}", n.handleBalance)
 	mux.Handle("GET /metrics", metricsHandler(n))
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, n.Status()) })
+	mux.HandleFunc("GET /v1/members", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, n.Members()) })
+	mux.HandleFunc("POST /v1/members", n.handleAdd)
+	mux.HandleFunc("DELETE /v1/members/{id}", n.handleRemove)
 	return mux
+}
+
+func (n *Node) handleAdd(w http.ResponseWriter, r *http.Request) {
+	var m Member
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<12))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		writeJSON(w, http.StatusBadRequest, OpResponse{Error: "bad request: " + err.Error()})
+		return
+	}
+	n.answerConf(w, n.AddReplica(r.Context(), m.ID, m.Raft, m.Client))
+}
+
+func (n *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, OpResponse{Error: "id: " + err.Error()})
+		return
+	}
+	n.answerConf(w, n.RemoveReplica(r.Context(), id))
+}
+
+func (n *Node) answerConf(w http.ResponseWriter, err error) {
+	var nl *ledger.NotLeaderError
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, n.Members())
+	case errors.As(err, &nl):
+		writeJSON(w, http.StatusMisdirectedRequest, OpResponse{Error: "not_leader", Leader: nl.Leader})
+	case errors.Is(err, ErrConfig):
+		writeJSON(w, http.StatusBadRequest, OpResponse{Error: err.Error()})
+	default:
+		writeJSON(w, http.StatusServiceUnavailable, OpResponse{Error: err.Error()})
+	}
 }
 
 // OpRequest is the body of POST /v1/ops.

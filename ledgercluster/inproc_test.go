@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -98,6 +99,26 @@ func (c *inproc) restart(i int) {
 	}
 }
 
+// join starts a new node that joins the running cluster as replica id
+// (not yet added: the test adds it) and returns its index.
+func (c *inproc) join(id uint64) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	cfg := c.cfgs[0]
+	cfg.NodeID, cfg.Listener, cfg.Join = id, ln, true
+	cfg.Peers = maps.Clone(cfg.Peers)
+	cfg.Peers[id] = ln.Addr().String()
+	cfg.Dir = filepath.Join(filepath.Dir(c.dirs[0]), strconv.FormatUint(id, 10))
+	n, err := Start(cfg)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	c.nodes, c.cfgs, c.dirs = append(c.nodes, n), append(c.cfgs, cfg), append(c.dirs, cfg.Dir)
+	return len(c.nodes) - 1
+}
+
 func (c *inproc) stopNode(i int) {
 	if err := c.nodes[i].Stop(); err != nil {
 		c.tb.Errorf("node %d: %v", i+1, err)
@@ -113,6 +134,9 @@ func (c *inproc) converge(timeout time.Duration) Status {
 		var st []Status
 		ok := true
 		for _, n := range c.nodes {
+			if n == nil {
+				continue // stopped or removed
+			}
 			s := n.Status()
 			st = append(st, s)
 			if s.Applied != st[0].Applied || s.Hash != st[0].Hash {

@@ -3,6 +3,7 @@ package ledgercluster
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,7 +17,6 @@ import (
 	"github.com/lanework/lanework/ledger"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 )
 
 // Node is one replica: a raft.Node, its durable raft log and transport,
@@ -60,6 +60,13 @@ type Node struct {
 	confState *pb.ConfState
 	sinceComp int
 
+	// Membership (members.go).
+	memMu    sync.Mutex
+	members  book          // the address book; replaced, never changed in place
+	voters   []uint64      // raft's voters as applied
+	confSeq  atomic.Uint64 // ids of this replica's configuration changes
+	confWait map[uint64]chan error
+
 	// Raft snapshots (snapshot.go).
 	snapCtx    context.Context // canceled by Stop: sends end
 	snapCancel context.CancelFunc
@@ -84,7 +91,8 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), pending: make(map[uint64]chan error), reads: make(map[uint64]chan readAt),
-		stop: make(chan struct{}), done: make(chan struct{}), confState: &pb.ConfState{}, sending: make(map[uint64]bool)}
+		stop: make(chan struct{}), done: make(chan struct{}), confState: &pb.ConfState{}, sending: make(map[uint64]bool),
+		confWait: make(map[uint64]chan error)}
 	n.snapCtx, n.snapCancel = context.WithCancel(context.Background())
 	if err := writeIdentity(cfg); err != nil {
 		return nil, err
@@ -106,6 +114,11 @@ func Start(cfg Config) (*Node, error) {
 	if _, cs, err := rl.mem.InitialState(); err == nil && cs != nil {
 		n.confState = cs // as of the compaction mark; later conf changes apply over it
 	}
+	if n.members, err = n.loadMembers(); err != nil {
+		rl.close()
+		return nil, err
+	}
+	n.voters = n.confState.GetVoters()
 	l, err := ledger.OpenFollower(n.ledgerConfig())
 	if err != nil {
 		rl.close()
@@ -118,18 +131,26 @@ func Start(cfg Config) (*Node, error) {
 		// Only the leader's ledger proposes; a deposed leader's late
 		// proposal must be dropped, not forwarded to the new leader.
 		DisableProposalForwarding: true,
+		StepDownOnRemoval:         true,
 		Logger:                    &raftLogger{n.log},
 	}
-	if fresh {
+	if fresh && !cfg.Join {
 		peers := make([]raft.Peer, 0, len(cfg.Peers))
 		for _, id := range cfg.peerIDs() {
-			peers = append(peers, raft.Peer{ID: id})
+			m, _ := json.Marshal(n.members[id])
+			peers = append(peers, raft.Peer{ID: id, Context: m})
 		}
 		n.rn = raft.StartNode(rc, peers)
 	} else {
+		// A joining replica starts outside any configuration and waits
+		// for the leader's log or snapshot.
 		n.rn = raft.RestartNode(rc)
 	}
-	n.tr, err = newTransport(cfg.ClusterID, cfg.NodeID, cfg.Listener, cfg.Peers[cfg.NodeID], cfg.Peers,
+	addrs := map[uint64]string{}
+	for id, m := range n.members {
+		addrs[id] = m.Raft
+	}
+	n.tr, err = newTransport(cfg.ClusterID, cfg.NodeID, cfg.Listener, cfg.Peers[cfg.NodeID], addrs,
 		func(m *pb.Message) { n.rn.Step(context.Background(), m) }, n.rn.ReportUnreachable, n.receiveSnapshot, n.log)
 	if err != nil {
 		n.rn.Stop()
@@ -216,7 +237,7 @@ func (n *Node) Replicate(batch []byte, first, last uint64) error {
 }
 
 func (n *Node) notLeader() error {
-	return &ledger.NotLeaderError{Leader: n.cfg.ClientAddrs[n.lead.Load()]}
+	return &ledger.NotLeaderError{Leader: n.clientAddr(n.lead.Load())}
 }
 
 // failPending ends every proposal's wait with err; no more are accepted
@@ -265,7 +286,7 @@ func (n *Node) ready(rd raft.Ready) error {
 	if rd.SoftState != nil {
 		n.lead.Store(rd.SoftState.Lead)
 		if l := n.cur.Load(); l.Follower() {
-			l.SetLeader(n.cfg.ClientAddrs[rd.SoftState.Lead])
+			l.SetLeader(n.clientAddr(rd.SoftState.Lead))
 		}
 		if rd.SoftState.RaftState != n.role {
 			n.log.Info("raft role", "from", n.role, "to", rd.SoftState.RaftState, "leader", rd.SoftState.Lead)
@@ -328,13 +349,8 @@ func (n *Node) ready(rd raft.Ready) error {
 func (n *Node) apply(e *pb.Entry) error {
 	n.applied = e.GetIndex()
 	switch e.GetType() {
-	case pb.EntryConfChange:
-		cc := &pb.ConfChange{}
-		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
-			return fmt.Errorf("ledgercluster: conf change at %d: %w", e.GetIndex(), err)
-		}
-		n.confState = n.rn.ApplyConfChange(cc)
-		return nil
+	case pb.EntryConfChange, pb.EntryConfChangeV2:
+		return n.applyConfChange(e)
 	case pb.EntryNormal:
 	default:
 		return fmt.Errorf("ledgercluster: entry %d of type %v", e.GetIndex(), e.GetType())
@@ -394,7 +410,7 @@ func (n *Node) demote() error {
 		f.Close()
 		return fmt.Errorf("ledgercluster: WAL ends at tx %d, raft committed tx %d to it", x.Committed, n.signaled)
 	}
-	f.SetLeader(n.cfg.ClientAddrs[n.lead.Load()])
+	f.SetLeader(n.clientAddr(n.lead.Load()))
 	n.cur.Store(f)
 	n.log.Info("ledger follows", "tx", f.Stats().Indexes.Committed)
 	return nil

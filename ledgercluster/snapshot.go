@@ -3,10 +3,12 @@ package ledgercluster
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/lanework/lanework/ledger"
@@ -49,7 +51,13 @@ func (n *Node) sendSnapshot(m *pb.Message) {
 	}
 	n.sending[to] = true
 	n.snapMu.Unlock()
-	msg, err := proto.Marshal(m)
+	// The snapshot's data on the wire is the address book: a replica that
+	// installs it learns the members added before the snapshot.
+	mm := proto.Clone(m).(*pb.Message) // raft's snapshot is its storage's
+	n.memMu.Lock()
+	mm.Snapshot.Data = encodeMembers(n.members)
+	n.memMu.Unlock()
+	msg, err := proto.Marshal(mm)
 	if err != nil {
 		n.log.Error("marshal raft snapshot message", "err", err)
 		return
@@ -109,16 +117,21 @@ func (n *Node) receiveSnapshot(m *pb.Message, body io.Reader) error {
 		os.Remove(path + ".tmp")
 		return err
 	}
-	m.Snapshot.Data = []byte(path)
+	// Locally the data is the file's path, then the address book.
+	m.Snapshot.Data = append([]byte(path+"\x00"), m.Snapshot.Data...)
 	return n.rn.Step(context.Background(), m)
 }
 
 // installSnapshot runs in the Ready loop for a snapshot raft took: the
 // ledger becomes the checkpoint's, then the raft log records the snapshot.
 func (n *Node) installSnapshot(snap *pb.Snapshot) error {
-	path := string(snap.GetData())
+	path, members, _ := strings.Cut(string(snap.GetData()), "\x00")
 	if !strings.HasPrefix(path, n.snapDir()) {
 		return fmt.Errorf("ledgercluster: raft snapshot at %d without a checkpoint", snap.GetMetadata().GetIndex())
+	}
+	var ms []Member
+	if err := json.Unmarshal([]byte(members), &ms); err != nil {
+		return fmt.Errorf("ledgercluster: raft snapshot at %d: members: %w", snap.GetMetadata().GetIndex(), err)
 	}
 	l := n.cur.Load()
 	if !l.Follower() {
@@ -147,6 +160,17 @@ func (n *Node) installSnapshot(snap *pb.Snapshot) error {
 	}
 	md := snap.GetMetadata()
 	n.applied, n.confState, n.recent = md.GetIndex(), md.GetConfState(), n.recent[:0]
+	b := book{}
+	for _, m := range ms {
+		b[m.ID] = m
+	}
+	if err := n.saveMembers(b); err != nil {
+		return fmt.Errorf("ledgercluster: save members: %w", err)
+	}
+	n.memMu.Lock()
+	n.voters = slices.Clone(md.GetConfState().GetVoters())
+	n.memMu.Unlock()
+	n.setMembers(b)
 	n.installed.Add(1)
 	n.log.Info("raft snapshot installed", "index", md.GetIndex(), "tx", last)
 	return os.RemoveAll(n.snapDir())

@@ -56,7 +56,8 @@ const (
 type peer struct {
 	id   uint64
 	addr string
-	q    chan []byte // marshaled messages
+	q    chan []byte   // marshaled messages
+	stop chan struct{} // closed when the peer leaves the address book
 }
 
 func newTransport(clusterID, self uint64, ln net.Listener, listen string, peers map[uint64]string, step func(*pb.Message), unreachable func(uint64),
@@ -69,24 +70,43 @@ func newTransport(clusterID, self uint64, ln net.Listener, listen string, peers 
 	}
 	t := &transport{clusterID: clusterID, self: self, ln: ln, peers: make(map[uint64]*peer), step: step,
 		unreachable: unreachable, snapshot: snapshot, log: log, conns: make(map[net.Conn]struct{}), done: make(chan struct{})}
-	for id, addr := range peers {
-		if id == self {
-			continue
-		}
-		p := &peer{id: id, addr: addr, q: make(chan []byte, peerQueue)}
-		t.peers[id] = p
-		t.wg.Add(1)
-		go t.runPeer(p)
-	}
+	t.setPeers(peers)
 	t.wg.Add(1)
 	go t.accept()
 	return t, nil
 }
 
+// setPeers makes peers (ids to raft addresses) the replicas messages go
+// to: a new one gets its sender, one gone or moved loses it.
+func (t *transport) setPeers(peers map[uint64]string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	for id, p := range t.peers {
+		if peers[id] != p.addr {
+			close(p.stop)
+			delete(t.peers, id)
+		}
+	}
+	for id, addr := range peers {
+		if id == t.self || t.peers[id] != nil {
+			continue
+		}
+		p := &peer{id: id, addr: addr, q: make(chan []byte, peerQueue), stop: make(chan struct{})}
+		t.peers[id] = p
+		t.wg.Add(1)
+		go t.runPeer(p)
+	}
+}
+
 // send queues m for its peer; it never blocks. Called from the Ready loop
 // only, which is where raft allows marshaling.
 func (t *transport) send(m *pb.Message) {
+	t.mu.Lock()
 	p := t.peers[m.GetTo()]
+	t.mu.Unlock()
 	if p == nil {
 		return
 	}
@@ -133,6 +153,8 @@ func (t *transport) runPeer(p *peer) {
 		select {
 		case <-t.done:
 			return
+		case <-p.stop:
+			return
 		case b = <-p.q:
 		}
 		if c == nil {
@@ -143,6 +165,8 @@ func (t *transport) runPeer(p *peer) {
 				t.drain(p) // stale messages; raft resends what matters
 				select {
 				case <-t.done:
+					return
+				case <-p.stop:
 					return
 				case <-time.After(50 * time.Millisecond):
 				}

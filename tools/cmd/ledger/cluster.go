@@ -34,6 +34,8 @@ func clusterFlags() []cli.Flag {
 			Usage: "every replica's raft address: 1=127.0.0.1:7101,2=127.0.0.1:7102,..."},
 		&cli.StringFlag{Name: "client-peers", EnvVars: []string{"LEDGER_CLIENT_PEERS"},
 			Usage: "every replica's --http-addr, same form: a follower's not_leader answer names the leader's"},
+		&cli.BoolFlag{Name: "join", EnvVars: []string{"LEDGER_JOIN"},
+			Usage: "a new replica of a running cluster: wait to be added (ledger cluster add) and catch up from the leader"},
 	}
 }
 
@@ -66,7 +68,7 @@ func serveCluster(c *cli.Context, ws pressure.WaitStrategy) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n, err := ledgercluster.Start(ledgercluster.Config{ClusterID: c.Uint64("cluster-id"), NodeID: c.Uint64("node-id"),
-		Peers: peers, ClientAddrs: clients, Dir: c.String("dir"), Logger: logger,
+		Peers: peers, ClientAddrs: clients, Join: c.Bool("join"), Dir: c.String("dir"), Logger: logger,
 		Ledger: ledger.Config{MaxAccounts: c.Uint64("max-accounts"), WaitStrategy: ws, SnapshotEvery: c.Int64("snapshot-every"),
 			DedupRetention: c.Duration("dedup-retention"), DedupRetentionTxs: c.Uint64("dedup-retention-txs")}})
 	if errors.Is(err, ledgercluster.ErrConfig) || errors.Is(err, ledger.ErrConfig) {
@@ -132,11 +134,96 @@ func clusterCommand() *cli.Command {
 			},
 			{
 				Name:      "status",
-				Usage:     "print each replica's status (role, leader, applied tx, hash)",
+				Usage:     "print each replica's status (role, leader, applied tx, hash) and the members",
 				ArgsUsage: "http-addr...",
 				Action:    clusterStatus,
 			},
+			{
+				Name:  "add",
+				Usage: "add a replica to the cluster (a raft configuration change on the leader)",
+				Description: "Start the new replica with `ledger serve --join --node-id N --peers <all, itself included>`,\n" +
+					"then add it; it catches up from the leader's log or snapshot.",
+				ArgsUsage: "http-addr...",
+				Flags: []cli.Flag{
+					&cli.Uint64Flag{Name: "id", Required: true, Usage: "the new replica's node id (never used before)"},
+					&cli.StringFlag{Name: "raft", Required: true, Usage: "its raft address, host:port"},
+					&cli.StringFlag{Name: "client", Usage: "its --http-addr, which not_leader answers name"},
+				},
+				Action: func(c *cli.Context) error {
+					body, _ := json.Marshal(ledgercluster.Member{ID: c.Uint64("id"), Raft: c.String("raft"), Client: c.String("client")})
+					return clusterChange(c, http.MethodPost, "/v1/members", body)
+				},
+			},
+			{
+				Name:      "remove",
+				Usage:     "remove a replica from the cluster (a raft configuration change on the leader); it stops",
+				ArgsUsage: "http-addr...",
+				Flags:     []cli.Flag{&cli.Uint64Flag{Name: "id", Required: true, Usage: "the replica's node id"}},
+				Action: func(c *cli.Context) error {
+					return clusterChange(c, http.MethodDelete, "/v1/members/"+strconv.FormatUint(c.Uint64("id"), 10), nil)
+				},
+			},
 		},
+	}
+}
+
+// clusterChange sends a membership change to the replicas named, following
+// a not_leader answer to the leader, and prints the members once applied.
+func clusterChange(c *cli.Context, method, path string, body []byte) error {
+	name := c.Command.Name
+	if c.NArg() == 0 {
+		return exitcode.Usage("cluster %s: name at least one replica's http address", name)
+	}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	addrs := c.Args().Slice()
+	var last error
+	for i := 0; i < len(addrs); i++ {
+		req, err := http.NewRequestWithContext(c.Context, method, "http://"+addrs[i]+path, strings.NewReader(string(body)))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			last = err
+			continue
+		}
+		var ok []ledgercluster.Member
+		var bad ledgercluster.OpResponse
+		if resp.StatusCode == http.StatusOK {
+			err = json.NewDecoder(resp.Body).Decode(&ok)
+		} else {
+			err = json.NewDecoder(resp.Body).Decode(&bad)
+		}
+		resp.Body.Close()
+		switch {
+		case err != nil:
+			last = fmt.Errorf("%s: %w", addrs[i], err)
+		case resp.StatusCode == http.StatusOK:
+			printMembers(c, ok)
+			return nil
+		case resp.StatusCode == http.StatusBadRequest:
+			return exitcode.Usage("cluster %s: %s", name, bad.Error)
+		case resp.StatusCode == http.StatusMisdirectedRequest && bad.Leader != "":
+			addrs = append(addrs, bad.Leader) // ask the leader next
+			last = fmt.Errorf("%s: not the leader", addrs[i])
+		default:
+			last = fmt.Errorf("%s: %d %s", addrs[i], resp.StatusCode, bad.Error)
+		}
+		if len(addrs) > 16 {
+			break
+		}
+	}
+	return fmt.Errorf("cluster %s: no leader took it: %w", name, last)
+}
+
+func printMembers(c *cli.Context, ms []ledgercluster.Member) {
+	for _, m := range ms {
+		role := "voter"
+		if !m.Voter {
+			role = "not in the configuration"
+		}
+		fmt.Fprintf(c.App.Writer, "member %d: raft %s, http %s, %s\n", m.ID, m.Raft, m.Client, role)
 	}
 }
 
@@ -222,6 +309,20 @@ func clusterStatus(c *cli.Context) error {
 		}
 		fmt.Fprintf(c.App.Writer, "%s: node %d %s (raft leader %d), applied tx %d, replicated %d, hash %s\n",
 			a, s.NodeID, role, s.Leader, s.Applied, s.Replicated, s.Hash)
+	}
+	for _, a := range c.Args().Slice() {
+		resp, err := hc.Get("http://" + a + "/v1/members")
+		if err != nil {
+			continue
+		}
+		var ms []ledgercluster.Member
+		err = json.NewDecoder(resp.Body).Decode(&ms)
+		resp.Body.Close()
+		if err == nil {
+			fmt.Fprintf(c.App.Writer, "members as %s knows them:\n", a)
+			printMembers(c, ms)
+			break
+		}
 	}
 	return failed
 }
