@@ -87,7 +87,7 @@ release:
 modules:
 	@echo $(MODULES)
 
-## cluster: start a local 3-replica cluster (raft on 127.0.0.1:7101-7103, HTTP on 7201-7203) in ./cluster-data.
+## cluster: start a local 3-replica cluster (raft on 127.0.0.1:7101-7103, HTTP on 7201-7203, msgpack on 7301-7303) in ./cluster-data.
 cluster:
 	cd tools && go run ./cmd/ledger cluster demo --dir $(ROOT)/cluster-data
 

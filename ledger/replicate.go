@@ -56,10 +56,16 @@ type Replicator interface {
 }
 
 // NotLeaderError refuses a submit on a replica that is not the leader.
-// Leader is the leader's client address if the replica knows it.
+// Leader is the leader's client address and LeaderID its replica id, if
+// the replica knows them. It matches ErrNotLeader.
 type NotLeaderError struct {
-	Leader string
+	Leader   string
+	LeaderID uint64
 }
+
+// ErrNotLeader is matched (errors.Is) by every *NotLeaderError, and by
+// the wire error a server sends for one.
+var ErrNotLeader = errors.New("ledger: not the leader")
 
 func (e *NotLeaderError) Error() string {
 	if e.Leader == "" {
@@ -67,6 +73,9 @@ func (e *NotLeaderError) Error() string {
 	}
 	return "ledger: not the leader; the leader is " + e.Leader
 }
+
+// Is reports whether target is ErrNotLeader.
+func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
 
 // ErrNotFollower is returned by Apply on a ledger opened with Open.
 var ErrNotFollower = errors.New("ledger: not a follower")
@@ -91,8 +100,8 @@ type replication struct {
 	// replicated is the Replicated index: stored by the WAL stage (leader)
 	// or Apply (follower) after the batch is durable on a quorum.
 	replicated atomic.Uint64
-	hash       *atomic.Uint64         // chain of the checksums of every batch in the history (walfiles.go records it per segment)
-	leader     atomic.Pointer[string] // follower: the leader's address, if known
+	hash       *atomic.Uint64                 // chain of the checksums of every batch in the history (walfiles.go records it per segment)
+	leader     atomic.Pointer[NotLeaderError] // follower: the leader, if known
 }
 
 // OpenReplicated opens dir like Open, as a cluster's leader whose group
@@ -110,14 +119,16 @@ func OpenFollower(cfg Config) (*Ledger, error) {
 	return open(cfg, openMode{follower: true})
 }
 
-// SetLeader records the leader's client address, which a follower's
-// *NotLeaderError carries; "" when unknown.
-func (l *Ledger) SetLeader(addr string) { l.rep.leader.Store(&addr) }
+// SetLeader records the leader's replica id and client address, which a
+// follower's *NotLeaderError carries; 0 and "" when unknown.
+func (l *Ledger) SetLeader(id uint64, addr string) {
+	l.rep.leader.Store(&NotLeaderError{Leader: addr, LeaderID: id})
+}
 
 func (l *Ledger) notLeader() error {
 	e := &NotLeaderError{}
 	if p := l.rep.leader.Load(); p != nil {
-		e.Leader = *p
+		*e = *p
 	}
 	return e
 }

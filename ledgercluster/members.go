@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/server"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -37,8 +38,9 @@ var ErrRemoved = errors.New("ledgercluster: this replica was removed from the cl
 type Member struct {
 	ID     uint64 `json:"id"`
 	Raft   string `json:"raft"`
-	Client string `json:"client,omitempty"`
-	Voter  bool   `json:"voter"` // in raft's configuration as this replica applied it
+	Client string `json:"client,omitempty"` // the HTTP/JSON API (Handler)
+	TCP    string `json:"tcp,omitempty"`    // the ledger server's msgpack protocol (server.NewReplica)
+	Voter  bool   `json:"voter"`            // in raft's configuration as this replica applied it
 }
 
 type book map[uint64]Member
@@ -56,6 +58,14 @@ func (n *Node) loadMembers() (book, error) {
 			return nil, fmt.Errorf("ledgercluster: %s: %w", n.membersPath(), err)
 		}
 		for _, m := range ms {
+			// The configuration fills what the file lacks (addresses
+			// given after the replica's first start).
+			if m.Client == "" {
+				m.Client = n.cfg.ClientAddrs[m.ID]
+			}
+			if m.TCP == "" {
+				m.TCP = n.cfg.TCPAddrs[m.ID]
+			}
 			b[m.ID] = m
 		}
 		return b, nil
@@ -64,7 +74,7 @@ func (n *Node) loadMembers() (book, error) {
 		return nil, err
 	}
 	for id, a := range n.cfg.Peers {
-		b[id] = Member{ID: id, Raft: a, Client: n.cfg.ClientAddrs[id]}
+		b[id] = Member{ID: id, Raft: a, Client: n.cfg.ClientAddrs[id], TCP: n.cfg.TCPAddrs[id]}
 	}
 	return b, nil
 }
@@ -120,6 +130,16 @@ func (n *Node) clientAddr(id uint64) string {
 	return n.members[id].Client
 }
 
+var _ server.Replica = (*Node)(nil)
+
+// TCPAddr returns replica id's address for the ledger server's msgpack
+// protocol, "" if unknown (server.Replica).
+func (n *Node) TCPAddr(id uint64) string {
+	n.memMu.Lock()
+	defer n.memMu.Unlock()
+	return n.members[id].TCP
+}
+
 // Members returns the address book, sorted by id, with raft's voters as
 // this replica applied the configuration.
 func (n *Node) Members() []Member {
@@ -135,24 +155,26 @@ func (n *Node) Members() []Member {
 	return out
 }
 
-// AddReplica adds replica id, reachable for raft at raftAddr and for
-// clients at clientAddr, to the cluster, and returns once the change is
-// applied here. Only the leader proposes (else *ledger.NotLeaderError);
+// AddReplica adds replica m.ID, reachable for raft at m.Raft and for
+// clients at m.Client (HTTP) and m.TCP (msgpack), to the cluster, and
+// returns once the change is applied here. Only the leader proposes (else *ledger.NotLeaderError);
 // raft takes one configuration change at a time, so a change proposed
 // while another is pending is dropped and ctx ends the wait.
-func (n *Node) AddReplica(ctx context.Context, id uint64, raftAddr, clientAddr string) error {
+func (n *Node) AddReplica(ctx context.Context, m Member) error {
+	id, raftAddr := m.ID, m.Raft
 	if id == 0 {
 		return fmt.Errorf("%w: replica id must be non-zero", ErrConfig)
 	}
 	if _, _, err := net.SplitHostPort(raftAddr); err != nil {
 		return fmt.Errorf("%w: raft address %q: %w", ErrConfig, raftAddr, err)
 	}
-	if clientAddr != "" {
-		if _, _, err := net.SplitHostPort(clientAddr); err != nil {
-			return fmt.Errorf("%w: client address %q: %w", ErrConfig, clientAddr, err)
+	for _, a := range []string{m.Client, m.TCP} {
+		if _, _, err := net.SplitHostPort(a); a != "" && err != nil {
+			return fmt.Errorf("%w: client address %q: %w", ErrConfig, a, err)
 		}
 	}
-	data, _ := json.Marshal(Member{ID: id, Raft: raftAddr, Client: clientAddr})
+	m.Voter = false
+	data, _ := json.Marshal(m)
 	return n.changeConf(ctx, pb.ConfChangeAddNode, id, data)
 }
 

@@ -51,10 +51,10 @@ func TestMembershipAddRemove(t *testing.T) {
 		t.Fatal("join index")
 	}
 	addr := c.cfgs[n4].Peers[4]
-	if err := c.nodes[ld].AddReplica(ctx, 4, addr, ""); err != nil {
+	if err := c.nodes[ld].AddReplica(ctx, Member{ID: 4, Raft: addr}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.nodes[(ld+1)%3].AddReplica(ctx, 5, "127.0.0.1:1", ""); err == nil {
+	if err := c.nodes[(ld+1)%3].AddReplica(ctx, Member{ID: 5, Raft: "127.0.0.1:1"}); err == nil {
 		t.Error("a follower proposed a configuration change")
 	} else if nl := (*ledger.NotLeaderError)(nil); !errors.As(err, &nl) {
 		t.Errorf("follower's AddReplica: %v", err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/server"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -31,6 +32,7 @@ type Node struct {
 	rl  *raftLog
 	tr  *transport
 
+	auth *server.Authenticator // Config.Tokens; nil: none
 	cur  atomic.Pointer[ledger.Ledger]
 	lead atomic.Uint64 // raft's leader, 0 if unknown
 
@@ -94,6 +96,9 @@ func Start(cfg Config) (*Node, error) {
 		stop: make(chan struct{}), done: make(chan struct{}), confState: &pb.ConfState{}, sending: make(map[uint64]bool),
 		confWait: make(map[uint64]chan error)}
 	n.snapCtx, n.snapCancel = context.WithCancel(context.Background())
+	if n.auth, err = server.NewAuthenticator(cfg.Tokens); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	if err := writeIdentity(cfg); err != nil {
 		return nil, err
 	}
@@ -150,7 +155,7 @@ func Start(cfg Config) (*Node, error) {
 	for id, m := range n.members {
 		addrs[id] = m.Raft
 	}
-	n.tr, err = newTransport(cfg.ClusterID, cfg.NodeID, cfg.Listener, cfg.Peers[cfg.NodeID], addrs,
+	n.tr, err = newTransport(&n.cfg, addrs,
 		func(m *pb.Message) { n.rn.Step(context.Background(), m) }, n.rn.ReportUnreachable, n.receiveSnapshot, n.log)
 	if err != nil {
 		n.rn.Stop()
@@ -237,7 +242,8 @@ func (n *Node) Replicate(batch []byte, first, last uint64) error {
 }
 
 func (n *Node) notLeader() error {
-	return &ledger.NotLeaderError{Leader: n.clientAddr(n.lead.Load())}
+	id := n.lead.Load()
+	return &ledger.NotLeaderError{Leader: n.clientAddr(id), LeaderID: id}
 }
 
 // failPending ends every proposal's wait with err; no more are accepted
@@ -286,7 +292,7 @@ func (n *Node) ready(rd raft.Ready) error {
 	if rd.SoftState != nil {
 		n.lead.Store(rd.SoftState.Lead)
 		if l := n.cur.Load(); l.Follower() {
-			l.SetLeader(n.clientAddr(rd.SoftState.Lead))
+			l.SetLeader(rd.SoftState.Lead, n.clientAddr(rd.SoftState.Lead))
 		}
 		if rd.SoftState.RaftState != n.role {
 			n.log.Info("raft role", "from", n.role, "to", rd.SoftState.RaftState, "leader", rd.SoftState.Lead)
@@ -410,7 +416,7 @@ func (n *Node) demote() error {
 		f.Close()
 		return fmt.Errorf("ledgercluster: WAL ends at tx %d, raft committed tx %d to it", x.Committed, n.signaled)
 	}
-	f.SetLeader(n.clientAddr(n.lead.Load()))
+	f.SetLeader(n.lead.Load(), n.clientAddr(n.lead.Load()))
 	n.cur.Store(f)
 	n.log.Info("ledger follows", "tx", f.Stats().Indexes.Committed)
 	return nil

@@ -153,7 +153,8 @@ func (n *Node) installSnapshot(snap *pb.Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("ledgercluster: open the installed ledger: %w", err)
 	}
-	nl.SetLeader(n.cfg.ClientAddrs[n.lead.Load()])
+	nl.SetLeader(n.lead.Load(), n.clientAddr(n.lead.Load()))
+	n.installed.Add(1) // before the ledger shows: whoever sees it sees the count
 	n.cur.Store(nl)
 	if err := n.rl.applySnapshot(snap); err != nil {
 		return fmt.Errorf("ledgercluster: raft log: %w", err)
@@ -171,7 +172,6 @@ func (n *Node) installSnapshot(snap *pb.Snapshot) error {
 	n.voters = slices.Clone(md.GetConfState().GetVoters())
 	n.memMu.Unlock()
 	n.setMembers(b)
-	n.installed.Add(1)
 	n.log.Info("raft snapshot installed", "index", md.GetIndex(), "tx", last)
 	return os.RemoveAll(n.snapDir())
 }

@@ -55,8 +55,7 @@ func (t *transport) sendSnapshot(ctx context.Context, to uint64, msg []byte, wri
 	if p == nil {
 		return fmt.Errorf("no address for replica %d", to)
 	}
-	d := net.Dialer{Timeout: time.Second}
-	c, err := d.DialContext(ctx, "tcp", p.addr)
+	c, err := t.dial(ctx, p.addr, time.Second)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package ledgercluster
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lanework/lanework/ledger/server"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 )
@@ -23,15 +26,22 @@ import (
 // raft the peer is unreachable) instead of blocking the Ready loop.
 //
 // A connection opens with a hello: [u64 cluster id][u64 sender id][u8
-// kind]; a different cluster id closes it. A message connection (kind 0)
+// kind][u8 token length][token]; a different cluster id, or with a peer
+// token configured a different token, closes it. With TLS every
+// connection is a TLS connection first. A message connection (kind 0)
 // then carries frames: [u32 length][Message]. A snapshot connection (kind
 // 1) carries one MsgSnap frame and its checkpoint (snapstream.go).
 type transport struct {
 	clusterID, self uint64
 	ln              net.Listener
-	peers           map[uint64]*peer
-	step            func(*pb.Message)
-	unreachable     func(id uint64)
+	// Security: the hello's token (sent; required if peerAuth is set),
+	// and TLS for dialing (the listener is wrapped at construction).
+	token       []byte
+	peerAuth    *server.Authenticator
+	dialTLS     *tls.Config
+	peers       map[uint64]*peer
+	step        func(*pb.Message)
+	unreachable func(id uint64)
 	// snapshot receives a MsgSnap and its checkpoint stream; nil refuses
 	// snapshot connections.
 	snapshot func(m *pb.Message, body io.Reader) error
@@ -60,15 +70,28 @@ type peer struct {
 	stop chan struct{} // closed when the peer leaves the address book
 }
 
-func newTransport(clusterID, self uint64, ln net.Listener, listen string, peers map[uint64]string, step func(*pb.Message), unreachable func(uint64),
+func newTransport(cfg *Config, peers map[uint64]string, step func(*pb.Message), unreachable func(uint64),
 	snapshot func(*pb.Message, io.Reader) error, log *slog.Logger) (*transport, error) {
+	ln := cfg.Listener
 	if ln == nil {
 		var err error
-		if ln, err = net.Listen("tcp", listen); err != nil {
+		if ln, err = net.Listen("tcp", cfg.Peers[cfg.NodeID]); err != nil {
 			return nil, fmt.Errorf("ledgercluster: raft listen: %w", err)
 		}
 	}
-	t := &transport{clusterID: clusterID, self: self, ln: ln, peers: make(map[uint64]*peer), step: step,
+	var auth *server.Authenticator
+	if cfg.PeerToken != "" {
+		var err error
+		if auth, err = server.NewAuthenticator([]server.Token{{Secret: cfg.PeerToken, Scope: server.ReadWrite}}); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("%w: peer token: %w", ErrConfig, err)
+		}
+	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
+	}
+	t := &transport{clusterID: cfg.ClusterID, self: cfg.NodeID, ln: ln, token: []byte(cfg.PeerToken), peerAuth: auth, dialTLS: cfg.PeerTLS,
+		peers: make(map[uint64]*peer), step: step,
 		unreachable: unreachable, snapshot: snapshot, log: log, conns: make(map[net.Conn]struct{}), done: make(chan struct{})}
 	t.setPeers(peers)
 	t.wg.Add(1)
@@ -158,8 +181,7 @@ func (t *transport) runPeer(p *peer) {
 		case b = <-p.q:
 		}
 		if c == nil {
-			d := net.Dialer{Timeout: 200 * time.Millisecond}
-			nc, err := d.Dial("tcp", p.addr)
+			nc, err := t.dial(context.Background(), p.addr, 200*time.Millisecond)
 			if err != nil {
 				t.unreachable(p.id)
 				t.drain(p) // stale messages; raft resends what matters
@@ -198,12 +220,24 @@ func (t *transport) runPeer(p *peer) {
 	}
 }
 
+// dial connects to a peer, with TLS if configured (the handshake within
+// timeout too).
+func (t *transport) dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
+	d := &net.Dialer{Timeout: timeout}
+	if t.dialTLS == nil {
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	td := &tls.Dialer{NetDialer: d, Config: t.dialTLS}
+	return td.DialContext(ctx, "tcp", addr)
+}
+
 func (t *transport) hello(kind byte) []byte {
-	var h [helloLen]byte
+	h := make([]byte, helloLen, helloLen+1+len(t.token))
 	binary.LittleEndian.PutUint64(h[0:], t.clusterID)
 	binary.LittleEndian.PutUint64(h[8:], t.self)
 	h[16] = kind
-	return h[:]
+	h = append(h, byte(len(t.token)))
+	return append(h, t.token...)
 }
 
 func (t *transport) drain(p *peer) {
@@ -246,12 +280,22 @@ func (t *transport) serve(c net.Conn) {
 	defer t.wg.Done()
 	defer func() { c.Close(); t.track(c, false) }()
 	r := bufio.NewReaderSize(c, 256<<10)
-	var hello [helloLen]byte
+	c.SetReadDeadline(time.Now().Add(snapshotTimeout)) // the TLS handshake and the hello
+	var hello [helloLen + 1]byte
 	if _, err := io.ReadFull(r, hello[:]); err != nil {
 		return
 	}
+	token := make([]byte, hello[helloLen])
+	if _, err := io.ReadFull(r, token); err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
 	if id := binary.LittleEndian.Uint64(hello[0:]); id != t.clusterID {
 		t.log.Warn("raft connection from another cluster refused", "remote", c.RemoteAddr(), "cluster_id", id)
+		return
+	}
+	if t.peerAuth != nil && t.peerAuth.Check(token) != server.ReadWrite {
+		t.log.Warn("raft connection without the peer token refused", "remote", c.RemoteAddr())
 		return
 	}
 	var buf []byte

@@ -42,6 +42,10 @@ const (
 	CodeLedgerZero      Code = 31
 	CodeAccountFlags    Code = 32
 	CodeAccountNotFound Code = 33
+	// CodeNotLeader: the server serves a cluster replica that does not
+	// lead. The error's Message is the leader's address on this protocol,
+	// "" if unknown; a client asks it (ledger/client WithCluster does).
+	CodeNotLeader Code = 34
 )
 
 // Sentinels for the protocol codes, matched with errors.Is on an *Error.
@@ -80,6 +84,7 @@ var codeErrs = map[Code]error{
 	CodeLedgerZero:      ledger.ErrLedgerZero,
 	CodeAccountFlags:    ledger.ErrAccountFlags,
 	CodeAccountNotFound: ledger.ErrAccountNotFound,
+	CodeNotLeader:       ledger.ErrNotLeader,
 }
 
 // order matters: ErrFailed wraps storage errors, so it is tested before the
@@ -99,7 +104,7 @@ var errCodes = []struct {
 	{ledger.ErrSameAccount, CodeSameAccount}, {ledger.ErrNoLegs, CodeNoLegs},
 	{ledger.ErrTooManyLegs, CodeTooManyLegs}, {ledger.ErrFlags, CodeFlags},
 	{ledger.ErrBatchSize, CodeBatchSize}, {ledger.ErrLevel, CodeLevel},
-	{ledger.ErrNotFound, CodeNotFound},
+	{ledger.ErrNotFound, CodeNotFound}, {ledger.ErrNotLeader, CodeNotLeader},
 }
 
 var codeNames = map[Code]string{
@@ -110,6 +115,7 @@ var codeNames = map[Code]string{
 	CodeLedgerZero: "ledger_zero", CodeAccountFlags: "account_flags", CodeAccountNotFound: "account_not_found",
 	CodeSameAccount: "same_account", CodeNoLegs: "no_legs", CodeTooManyLegs: "too_many_legs",
 	CodeFlags: "flags", CodeBatchSize: "batch_size", CodeLevel: "level", CodeNotFound: "not_found",
+	CodeNotLeader: "not_leader",
 }
 
 // String returns the code's snake_case name (as metric labels spell it),

@@ -63,7 +63,7 @@ func TestClusterAddRemove(t *testing.T) {
 	follower := clients[uint64((leader()+1)%3+1)]
 	out, stderr, code := runApp(t, "cluster", "add", "--id", "4", "--raft", peers[4], "--client", clients[4], follower)
 	require.Equal(t, 0, code, stderr)
-	require.Contains(t, out, "member 4: raft "+peers[4]+", http "+clients[4]+", voter")
+	require.Contains(t, out, "member 4: raft "+peers[4]+", http "+clients[4]+", tcp , voter")
 	out, stderr, code = runApp(t, "cluster", "status", clients[1], clients[2], clients[3], clients[4])
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "member 4:")
