@@ -35,6 +35,7 @@ func TestFollowerRetentionAndCheckpoint(t *testing.T) {
 	l, err := OpenReplicated(lcfg, r)
 	require.NoError(t, err)
 	createAccounts(t, l, lcfg.MaxAccounts)
+	pending := 0 // pending transfers created (the post of one fails the count in its batch)
 	submit := func(from, to int) TxID {
 		var last TxID
 		for i := from; i < to; i += 100 {
@@ -42,14 +43,24 @@ func TestFollowerRetentionAndCheckpoint(t *testing.T) {
 			for k := i; k < min(i+100, to); k++ {
 				ops = append(ops, mixedOp(k))
 			}
+			// Pending transfers, some left open, in every snapshot's
+			// pending book; every other one posted in the next batch.
+			ops = append(ops, Transfer{From: 1 + uint64(i)%7, To: 9, Amount: 1, Flags: Pending, UserRef: 1<<40 + uint64(i)})
+			if i%200 == 100 {
+				ops = append(ops, Transfer{Flags: PostPendingTransfer, PendingID: last, UserRef: 1<<41 + uint64(i)})
+			}
 			res, err := l.SubmitBatchAndWait(ctx, ops, Committed)
 			require.NoError(t, err)
 			last = res[len(res)-1].ID
+			if r := res[len(res)-1]; r.Fail == OK {
+				pending++
+			}
 		}
 		require.NoError(t, l.Wait(ctx, last, Snapshot))
 		return last
 	}
 	last := submit(0, 12000)
+	require.Greater(t, pending, 20, "few pending transfers in the books")
 	ls, fs := l.Stats(), f.Stats()
 	require.NotZero(t, fs.Snapshots, "the follower took no snapshot")
 	require.Equal(t, ls.Hash, fs.Hash)

@@ -275,7 +275,8 @@ func (l *Ledger) Apply(batch []byte) error {
 	if want := l.snapWant.Load(); want > l.rep.lastSnap && last >= want {
 		due = true
 	}
-	if due && l.takeSnapshot(last, t.ts, rs.accts.n, &l.rep.refs) {
+	// The book as of last is the replay's own (Apply runs the batch whole).
+	if due && l.takeSnapshot(last, t.ts, rs.accts.n, &l.rep.refs, rs.book) {
 		l.rep.lastSnap = last
 	}
 	return nil

@@ -76,7 +76,7 @@ const (
 	// maxTxEncoded is the most bytes one transaction takes in a batch
 	// (walcodec.go): encodeBatch stops only once a batch has reached its
 	// bound, so the WAL leaves this much room below wal.MaxBatch.
-	maxTxEncoded = 8 + 8 + 8 + MaxLegs*entryLen
+	maxTxEncoded = txHeaderLen + 8 + 8 + accountLen + xferLen + 8 + 4 + 2 + maxExpiryPerTx*(8+2*entryLen) + MaxLegs*entryLen
 )
 
 // Every stage loop follows one pattern: take what is ready; if nothing is,
@@ -142,6 +142,7 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 		}
 		ts := l.now()
 		x.dedup.startRun(next, ts)
+		x.beginRun(next, ts)
 		k := 0
 		wait := false // a chain's members are not all popped yet
 		for k < n {
@@ -389,6 +390,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		run = &refRun{}
 	}
 	accounts := l.visible.Load()
+	var op bookOp
 	acctBatch := l.db.NewBatch() // the account records of a batch's creations
 	defer acctBatch.Close()
 	for {
@@ -397,7 +399,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 			// A requested snapshot of an idle ledger: everything asked
 			// for is applied. Checked before the exit test, so a request
 			// made before Close is still served while the pipeline drains.
-			if want := l.snapWant.Load(); want > lastSnap && applied >= want && l.takeSnapshot(applied, appliedTs, accounts, &refs) {
+			if want := l.snapWant.Load(); want > lastSnap && applied >= want && l.takeSnapshot(applied, appliedTs, accounts, &refs, l.snapBook) {
 				lastSnap = applied
 				continue
 			}
@@ -418,8 +420,19 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 			r := &recs[i]
 			// The resulting balance is stored, not added: a single atomic
 			// store per entry, and readers never see a torn value.
+			if r.extra != nil {
+				for _, e := range r.extra.exp { // the expiry scan's, first
+					l.readable[e.cell].Store(e.value)
+				}
+			}
 			for _, e := range r.entries() {
 				l.readable[e.cell].Store(e.value)
+			}
+			if (r.kind == KindTransfer || r.extra != nil) && r.bookOp(&op) {
+				if err := l.snapBook.applyOp(&op, l.closedBits.set); err != nil {
+					l.fail(err) // cannot happen: the Transactor's book did the same
+					return
+				}
 			}
 			if r.kind == KindCreateAccount && r.fail == OK {
 				acctBatch.Set(idKey(prefixAccount, accounts), encodeAccountRecord(r.account()), nil)
@@ -460,7 +473,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		}
 		// If the previous snapshot is still being written, takeSnapshot
 		// skips and the next batch (or idle iteration) tries again.
-		if due && l.takeSnapshot(last, appliedTs, accounts, &refs) {
+		if due && l.takeSnapshot(last, appliedTs, accounts, &refs, l.snapBook) {
 			lastSnap = last
 		}
 	}
@@ -472,13 +485,14 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 // previous one. Nothing is
 // copied: the persister reads the readable balances while the Snapshotter
 // goes on applying (a fuzzy snapshot, see recoverState).
-func (l *Ledger) takeSnapshot(at uint64, ts int64, accounts uint64, refs *refWindow) bool {
+func (l *Ledger) takeSnapshot(at uint64, ts int64, accounts uint64, refs *refWindow, book *pendingBook) bool {
 	s := l.spare.Swap(nil)
 	if s == nil {
 		return false
 	}
 	refs.trim(at+1, nil)
 	s.txID, s.ts, s.refs, s.accounts = at, ts, refs.entries(), accounts
+	s.book = book.encode() // as of at: a copy, O(pending transfers)
 	l.persistCh <- s
 	return true
 }
