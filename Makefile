@@ -109,4 +109,4 @@ CLUSTER_TRIALS ?= 20
 soak:
 	cd ledger && go test -run '^TestKill9$$' -count=1 -v -timeout 60m . -args -ledger.kill-trials=$(SOAK_TRIALS)
 	cd ledgercluster && LEDGERCLUSTER_TRIALS=$(CLUSTER_TRIALS) go test -run '^TestFailoverKill9$$' -count=1 -v -timeout 30m .
-	cd ledgercluster && go test -run '^TestPartitionMinorityLeader$$' -count=$(CLUSTER_TRIALS) -timeout 30m .
+	cd ledgercluster && go test -run '^TestPartition(MinorityLeader|DropDelay)$$' -count=$(CLUSTER_TRIALS) -timeout 30m .

@@ -8,7 +8,6 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -209,6 +208,14 @@ func (c *inproc) createAccounts(ld int) {
 	c.created = true
 }
 
+// setNetwork makes every link drop raft messages with probability drop
+// and delay everything by up to delay.
+func (c *inproc) setNetwork(drop float64, delay time.Duration) {
+	for _, l := range c.links {
+		l.set(drop, delay)
+	}
+}
+
 // isolate cuts (or heals) every link to and from node i.
 func (c *inproc) isolate(i int, cut bool) {
 	for k, l := range c.links {
@@ -216,79 +223,4 @@ func (c *inproc) isolate(i int, cut bool) {
 			l.setCut(cut)
 		}
 	}
-}
-
-// link is a TCP proxy to one replica's raft address that a test can cut:
-// a cut link closes its connections and refuses new ones.
-type link struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	cut    bool
-	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup
-}
-
-func newLink(tb testing.TB, target string) *link {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	l := &link{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	l.wg.Add(1)
-	go l.accept()
-	return l
-}
-
-func (l *link) addr() string { return l.ln.Addr().String() }
-
-func (l *link) accept() {
-	defer l.wg.Done()
-	for {
-		in, err := l.ln.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", l.target)
-		if err != nil {
-			in.Close()
-			continue
-		}
-		l.mu.Lock()
-		if l.cut {
-			l.mu.Unlock()
-			in.Close()
-			out.Close()
-			continue
-		}
-		l.conns[in], l.conns[out] = struct{}{}, struct{}{}
-		l.mu.Unlock()
-		l.wg.Add(2)
-		pipe := func(dst, src net.Conn) {
-			defer l.wg.Done()
-			io.Copy(dst, src)
-			dst.Close()
-			src.Close()
-		}
-		go pipe(out, in)
-		go pipe(in, out)
-	}
-}
-
-func (l *link) setCut(cut bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.cut = cut
-	if cut {
-		for c := range l.conns {
-			c.Close()
-		}
-		clear(l.conns)
-	}
-}
-
-func (l *link) close() {
-	l.ln.Close()
-	l.setCut(true)
-	l.wg.Wait()
 }
