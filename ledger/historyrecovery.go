@@ -181,7 +181,7 @@ func (ix *indexWriter) catchUp(cfg *Config, rs *recovered) (gap bool, err error)
 	recs := make([]txRecord, 0, snapshotterRun)
 	var t walTx
 	first := uint64(0)
-	_, err = wal.Scan(walOptions(cfg, nil), wal.Bounds{}, from, func(seg wal.Segment, off int64, p []byte) error {
+	_, err = wal.Scan(walOptions(cfg, nil, nil), wal.Bounds{}, from, func(seg wal.Segment, off int64, p []byte) error {
 		b, err := parseBatch(p) // Scan verified its checksum
 		for err == nil {
 			var more bool

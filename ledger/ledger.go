@@ -134,6 +134,7 @@ type Ledger struct {
 	err       error // first storage error
 	closeOnce sync.Once
 	closeErr  error
+	ckptMu    sync.RWMutex // WriteCheckpoint reads under it; close takes it before closing the store
 
 	rep replication // replicate.go
 
@@ -237,12 +238,14 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 	}
 	// Recovered: from here on Open may write. A new segment takes the
 	// transactions after the last one kept (an unborn one is replaced).
-	w, err := wal.Create(walOptions(&cfg, db), rs.segs, rs.last+1)
+	hash := new(atomic.Uint64) // the replica hash, from here on advanced past each batch appended
+	hash.Store(rs.hash)
+	w, err := wal.Create(walOptions(&cfg, db, hash), rs.segs, rs.last+1)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	l, err := start(cfg, db, w, rs, mode)
+	l, err := start(cfg, db, w, rs, mode, hash)
 	if err != nil {
 		if ix != nil {
 			ix.b.Close()
@@ -254,9 +257,9 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 	return l, nil
 }
 
-func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMode) (*Ledger, error) {
+func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMode, hash *atomic.Uint64) (*Ledger, error) {
 	l := &Ledger{
-		rep: replication{repl: mode.repl, follower: mode.follower}, cfg: cfg, db: db, wal: w, base: rs.last + 1,
+		rep: replication{repl: mode.repl, follower: mode.follower, hash: hash}, cfg: cfg, db: db, wal: w, base: rs.last + 1,
 		readable:   rs.bal, // recovery built them in place: no copy
 		accts:      rs.accts,
 		snapBook:   rs.book.clone(),
@@ -287,7 +290,6 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 	l.indexed.Store(rs.last)
 	l.visible.Store(rs.accts.n)
 	l.spare.Store(&snapshotData{})
-	l.rep.hash.Store(rs.hash)
 
 	l.pm = pressure.New(cfg.WaitStrategy)
 	var st [3]*pressure.Stage
@@ -299,14 +301,19 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 	l.txStage, l.walStage, l.snapStage = st[0], st[1], st[2]
 	x := &executor{readable: l.readable, accts: l.accts, ov: newOverlay(overlaySlots(cfg.RingSize), rs.last), dedup: rs.dedup, maxEntries: cfg.MaxEntries,
 		book: rs.book}
-	if l.rep.follower { // Apply replays onto rs; no stage runs
-		l.rep.rs = rs
-		go l.sweepFns()
-		return l, nil
-	}
 	refs := newRefWindow(cfg.DedupWindow)
 	for _, r := range rs.refs {
 		refs.push(r)
+	}
+	if l.rep.follower { // Apply replays onto rs; only the persister runs
+		l.rep.rs, l.rep.refs, l.rep.lastSnap = rs, refs, rs.snapshot
+		if cfg.DedupRetention > 0 {
+			l.rep.run = &refRun{}
+		}
+		l.wg.Add(1)
+		go l.runPersister()
+		go l.sweepFns()
+		return l, nil
 	}
 	l.wg.Add(4)
 	go l.runTransactor(st[0], x)
@@ -333,11 +340,16 @@ func (l *Ledger) close() error {
 		runtime.Gosched()
 	}
 	l.stopping.Store(true)
+	if l.rep.follower {
+		close(l.persistCh) // no Apply is in flight: none hands over a snapshot again
+	}
 	l.pm.Wake()
 	l.wg.Wait()
 	l.pm.Close()
 	l.stop()
 	<-l.swept
+	l.ckptMu.Lock() // a checkpoint being written finishes first
+	defer l.ckptMu.Unlock()
 	werr := l.wal.Close()
 	err := l.db.Close()
 	return errors.Join(l.storageErr(), werr, err)

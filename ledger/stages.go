@@ -404,7 +404,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 			// A requested snapshot of an idle ledger: everything asked
 			// for is applied. Checked before the exit test, so a request
 			// made before Close is still served while the pipeline drains.
-			if want := l.snapWant.Load(); want > lastSnap && applied >= want && l.takeSnapshot(applied, appliedTs, accounts, &refs) {
+			if want := l.snapWant.Load(); want > lastSnap && applied >= want && l.takeSnapshot(applied, appliedTs, accounts, &refs, l.snapBook) {
 				lastSnap = applied
 				continue
 			}
@@ -492,7 +492,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		}
 		// If the previous snapshot is still being written, takeSnapshot
 		// skips and the next batch (or idle iteration) tries again.
-		if due && l.takeSnapshot(last, appliedTs, accounts, &refs) {
+		if due && l.takeSnapshot(last, appliedTs, accounts, &refs, l.snapBook) {
 			lastSnap = last
 		}
 	}
@@ -504,14 +504,14 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 // previous one. Nothing is
 // copied: the persister reads the readable balances while the Snapshotter
 // goes on applying (a fuzzy snapshot, see recoverState).
-func (l *Ledger) takeSnapshot(at uint64, ts int64, accounts uint64, refs *refWindow) bool {
+func (l *Ledger) takeSnapshot(at uint64, ts int64, accounts uint64, refs *refWindow, book *pendingBook) bool {
 	s := l.spare.Swap(nil)
 	if s == nil {
 		return false
 	}
 	refs.trim(at+1, nil)
 	s.txID, s.ts, s.refs, s.accounts = at, ts, refs.entries(), accounts
-	s.book = l.snapBook.encode() // as of at: a copy, O(pending transfers)
+	s.book = book.encode() // as of at: a copy, O(pending transfers)
 	l.persistCh <- s
 	return true
 }

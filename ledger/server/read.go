@@ -22,7 +22,7 @@ import (
 // doRead runs the read of type t with request r and returns the encoder of
 // its answer.
 func (s *Server) doRead(ctx context.Context, t wire.Type, r *wire.ReadRequest) (func(*wire.Encoder, uint64), any, error) {
-	l := s.l
+	l := s.ledger()
 	wait := r.Filter.WaitFor
 	if t == wire.TypeLookupTransfers {
 		wait = uint64(r.WaitFor)
