@@ -25,7 +25,7 @@ import (
 //	"t" + last ts + first tx id     finds blocks by timestamp (the value: an empty sealed record)
 //	"P" + field + value + first tx  posting: which transfers of block first have field = value
 //	                                (bitmap); fields ledger, and a transfer's non-zero code, user_data
-//	"H" + account id + tx id        history record of an account with the History flag: its four
+//	"h" + account id + tx id        history record of an account with the History flag: its four
 //	                                columns after tx, and tx itself (one WAL batch of it)
 //	"p" + field + value + slot      account posting: the account in slot has field = value; the
 //	                                value holds its creation tx and timestamp
@@ -38,7 +38,7 @@ const (
 	prefixBlock       = 'T'
 	prefixBlockTime   = 't'
 	prefixTxPosting   = 'P'
-	prefixHistory     = 'H'
+	prefixHistory     = 'h'
 	prefixAcctPosting = 'p'
 	prefixIndexState  = 'I'
 )

@@ -16,6 +16,9 @@ import "encoding/binary"
 //	"D" + first tx id        durable idempotency index: a run of (tx id, user ref) (refindex.go)
 //	"F"                      first tx whose ref the index holds, if it was on ever since (u64 + CRC32C)
 //	"R" + Unix ns            a truncation by ledger recover (truncate.go)
+//	"T", "t", "P", "h", "p", "I"  the history and query indexes (historyindex.go)
+//
+// TestKeyPrefixesDistinct checks that no two of these share a byte.
 const (
 	prefixMeta       = 'M'
 	prefixAccount    = 'A'
