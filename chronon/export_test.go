@@ -95,3 +95,7 @@ func BarrierStats(s *Simulation) (ran, stolen uint64, ok bool) {
 	}
 	return ran, stolen, true
 }
+
+// CalibrationCycles returns how many cycles the first parallel Run ran
+// sequentially to calibrate (0 before it has).
+func CalibrationCycles(s *Simulation) uint64 { return s.calCycles }

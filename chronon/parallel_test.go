@@ -286,6 +286,19 @@ func TestParallelCalibration(t *testing.T) {
 		require.Equal(t, 1, w)
 		require.Contains(t, reason, "parallel threshold")
 	})
+	t.Run("expensive cycles calibrate briefly", func(t *testing.T) {
+		// Ticks of 100 us: 8 slices of one cycle and a profile of at least
+		// 16 cycles and about 2 ms; a slower host only means fewer cycles.
+		s := chronon.New()
+		require.NoError(t, s.Add("a", &busy{d: 50 * time.Microsecond}))
+		require.NoError(t, s.Add("b", &busy{d: 50 * time.Microsecond}))
+		require.NoError(t, s.Build())
+		require.NoError(t, s.SetWorkers(2))
+		require.NoError(t, s.Run(1100))
+		n := chronon.CalibrationCycles(s)
+		require.GreaterOrEqual(t, n, uint64(8+16))
+		require.LessOrEqual(t, n, uint64(8+24), "a 100 us cycle calibrates over a few dozen cycles")
+	})
 	t.Run("profiled repartition is deterministic", func(t *testing.T) {
 		build := ring(7, nil)
 		want := scenario{build: build, run: runFor(3000)}.outcome(t, 1)
@@ -419,4 +432,15 @@ func TestParallelLateWorkerIsCovered(t *testing.T) {
 	require.Equal(t, uint64(400*6), ran)
 	require.NotZero(t, stolen, "no cluster of a late worker was taken over")
 	require.Empty(t, firstDivergence(want, sc.outcome(t, 2)))
+}
+
+// busy spins for d in every Tick: a unit of an expensive model.
+type busy struct {
+	chronon.Base
+	d time.Duration
+}
+
+func (b *busy) Tick() {
+	for t0 := time.Now(); time.Since(t0) < b.d; {
+	}
 }

@@ -41,6 +41,7 @@ type Simulation struct {
 	backoff     int
 	segCycles   uint64 // adaptive segment length; 0: from seqPer (tests set it)
 	seqSegments int    // adaptive segments run sequentially, for tests
+	calCycles   uint64 // cycles the calibration ran sequentially, for tests
 
 	obs     observer
 	cfg     simConfig
