@@ -188,6 +188,7 @@ func (s *Simulation) Build() (err error) {
 			return fmt.Errorf("build %s: %w", in.fullName(), err)
 		}
 	}
+	s.collapseState()
 	if s.lg != nil {
 		s.lg.prepare(s.units)
 	}
