@@ -32,8 +32,7 @@ import (
 // a worker's progress) are sequentially consistent themselves.
 type cycleLog struct {
 	n    atomic.Uint64 // entries appended
-	cyc  []atomic.Uint64
-	val  []atomic.Uint64
+	ent  []cycleEntry
 	mask uint64
 
 	// Writer-private.
@@ -43,18 +42,25 @@ type cycleLog struct {
 // newCycleLog returns a log of at least size entries.
 func newCycleLog(size int) *cycleLog {
 	size = pow2(size)
-	return &cycleLog{cyc: make([]atomic.Uint64, size), val: make([]atomic.Uint64, size), mask: uint64(size - 1), last: none}
+	return &cycleLog{ent: make([]cycleEntry, size), mask: uint64(size - 1), last: none}
+}
+
+// cycleEntry is one entry of a cycleLog: a reader finds the cycle and its
+// value on one cache line.
+type cycleEntry struct {
+	cyc, val atomic.Uint64
 }
 
 // advance records that the counter became v in writer cycle x.
 func (l *cycleLog) advance(x, v uint64) {
 	n := l.n.Load() // the writer's own count
 	if l.last == x {
-		ringbuf.StoreRelease(&l.val[(n-1)&l.mask], v)
+		ringbuf.StoreRelease(&l.ent[(n-1)&l.mask].val, v)
 		return
 	}
-	ringbuf.StoreRelease(&l.cyc[n&l.mask], x)
-	ringbuf.StoreRelease(&l.val[n&l.mask], v)
+	e := &l.ent[n&l.mask]
+	ringbuf.StoreRelease(&e.cyc, x)
+	ringbuf.StoreRelease(&e.val, v)
 	ringbuf.StoreRelease(&l.n, n+1)
 	l.last = x
 }
@@ -70,8 +76,8 @@ func (l *cycleLog) before(c uint64) uint64 {
 		lo = n - l.mask
 	}
 	for i := n; i > lo; i-- {
-		if l.cyc[(i-1)&l.mask].Load() < c {
-			return l.val[(i-1)&l.mask].Load()
+		if e := &l.ent[(i-1)&l.mask]; e.cyc.Load() < c {
+			return e.val.Load()
 		}
 	}
 	return 0
