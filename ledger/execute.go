@@ -14,9 +14,18 @@ type executor struct {
 	ov       overlay
 	accts    *accountTable
 	// tent holds the accounts a linked chain being executed created,
-	// slots accts.n on: they enter accts only if the chain applies.
+	// slots accts.n on: they enter accts only if the chain applies;
+	// tentClosed, those of them a closing transfer of the chain closed.
 	tent       []acctMeta
+	tentClosed []bool
 	inChain    bool
+	chainHead  bool // executing a chain's first member
+	// book is the pending book (pending.go); undo, the changes to it of
+	// the chain being executed.
+	book       *pendingBook
+	undo       []bookUndo
+	ts         int64 // the run's timestamp (beginRun)
+	due        bool  // an open pending transfer may have expired by ts
 	dedup      *dedup
 	maxEntries int
 	sink       int64 // keeps touch's loads
@@ -101,16 +110,20 @@ func (x *executor) peek(a uint64) int64 {
 
 // entriesBound is the most overlay slots transaction r can take.
 func (x *executor) entriesBound(r *request) int {
+	n := 2
 	switch r.kind {
 	case KindCreateAccount:
-		return 0
+		n = 0
 	case KindComposite:
-		if len(r.legs) > x.maxEntries {
-			return 0 // EntryLimitExceeded, no entries
+		n = len(r.legs)
+		if n > x.maxEntries {
+			n = 0 // EntryLimitExceeded, no entries
 		}
-		return len(r.legs)
 	}
-	return 2
+	if x.due {
+		n += 2 * maxExpiryPerTx
+	}
+	return n
 }
 
 // execute runs r as transaction id at time ts and fills rec. On failure the
@@ -127,17 +140,18 @@ func (x *executor) entriesBound(r *request) int {
 // OverflowsCreditsPosted, ExceedsCredits, ExceedsDebits.
 func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 	*rec = txRecord{id: id, userRef: r.userRef, ts: ts, kind: r.kind, w: r.w, wlevel: r.wlevel}
+	if x.due && (!x.inChain || x.chainHead) {
+		x.expire(id, ts, rec)
+	}
 	if r.chainOpen {
 		rec.fail = LinkedEventChainOpen
-		if r.kind == KindCreateAccount {
-			rec.setAccount(r.account())
-		}
+		rec.setRequest(r)
 		x.remember(id, r.userRef)
 		return
 	}
 	if r.userRef != 0 {
 		if o, dup := x.dedup.lookup(id, r.userRef); dup {
-			rec.fail, rec.dupOf = Duplicate, o
+			rec.fail, rec.orig = Duplicate, o
 			if r.kind == KindCreateAccount {
 				rec.setAccount(r.account())
 			}
@@ -155,7 +169,12 @@ func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 	case KindWithdrawal:
 		rec.fail = x.transfer(r.a, SystemAccount, r.amount, id, rec)
 	case KindTransfer:
-		rec.fail = x.transfer(r.a, r.b, r.amount, id, rec)
+		rec.setTransfer(r)
+		if r.tflags() != 0 {
+			rec.fail = x.flagged(r, id, ts, rec)
+		} else {
+			rec.fail = x.transfer(r.a, r.b, r.amount, id, rec)
+		}
 	case KindComposite:
 		rec.fail = x.composite(r, id, rec)
 	}
@@ -183,7 +202,11 @@ func (x *executor) lookup(id uint64) (uint64, bool) {
 	}
 	for i := range x.tent {
 		if x.tent[i].id == id {
-			return packInfo(x.accts.n+uint64(i), &x.tent[i]), true
+			info := packInfo(x.accts.n+uint64(i), &x.tent[i])
+			if i < len(x.tentClosed) && x.tentClosed[i] { // by a closing transfer of the chain
+				info |= uint64(Closed) << 28
+			}
+			return info, true
 		}
 	}
 	return 0, false
@@ -213,9 +236,10 @@ func (x *executor) chainBound(reqs []request) int {
 // member after it fails with LinkedEventFailed without being evaluated.
 func (x *executor) executeChain(reqs []request, first uint64, ts int64, recs []txRecord) {
 	x.inChain = true
-	defer func() { x.inChain, x.tent = false, x.tent[:0] }()
+	defer func() { x.inChain, x.tent, x.tentClosed, x.undo = false, x.tent[:0], x.tentClosed[:0], x.undo[:0] }()
 	failed := -1
 	for i := range reqs {
+		x.chainHead = i == 0 // the expiry scan runs before the chain, never inside it
 		x.execute(&reqs[i], first+uint64(i), ts, &recs[i])
 		if recs[i].fail != OK {
 			failed = i
@@ -223,28 +247,38 @@ func (x *executor) executeChain(reqs []request, first uint64, ts int64, recs []t
 		}
 	}
 	if failed < 0 {
-		for _, m := range x.tent {
-			x.accts.insert(m)
+		for i, m := range x.tent {
+			s := x.accts.insert(m)
+			if i < len(x.tentClosed) && x.tentClosed[i] {
+				x.accts.setClosed(s, true)
+			}
 		}
 		return
 	}
+	// Undo in reverse: the members' entries (each restores the value its
+	// cell had before it; the first member's expiry releases came before
+	// all of them and stay), then their book changes.
 	for j := failed - 1; j >= 0; j-- {
 		r := &recs[j]
 		es := r.entries()
 		for e := len(es) - 1; e >= 0; e-- {
 			x.setCell(uint64(es[e].cell), uint64(es[e].value-es[e].delta), r.id)
 		}
-		r.fail, r.n, r.extra = LinkedEventFailed, 0, nil
+		r.fail, r.n = LinkedEventFailed, 0
+		if r.extra != nil {
+			if r.extra.entries = nil; len(r.extra.expired) == 0 {
+				r.extra = nil
+			}
+		}
 		if r.kind != KindCreateAccount {
 			r.inline = [2]cellEntry{}
 		}
 	}
+	x.rollbackBook()
 	for j := failed + 1; j < len(reqs); j++ {
 		q := &reqs[j]
 		recs[j] = txRecord{id: first + uint64(j), userRef: q.userRef, ts: ts, kind: q.kind, fail: LinkedEventFailed, w: q.w, wlevel: q.wlevel}
-		if q.kind == KindCreateAccount {
-			recs[j].setAccount(q.account())
-		}
+		recs[j].setRequest(q)
 		x.remember(first+uint64(j), q.userRef)
 	}
 }
@@ -308,6 +342,13 @@ func (x *executor) transfer(from, to, amt uint64, id uint64, rec *txRecord) Fail
 	}
 	if !sameLedger(d, c) {
 		return AccountsMustHaveSameLedger
+	}
+	if rec.kind == KindTransfer {
+		l := max(infoLedger(d), infoLedger(c)) // one of them, or both equal
+		if rec.ledger != 0 && rec.ledger != l {
+			return TransferMustHaveTheSameLedgerAsAccounts
+		}
+		rec.ledger = l
 	}
 	ds, cs := infoSlot(d), infoSlot(c)
 	var dt, ct [numColumns]int64
@@ -420,8 +461,7 @@ func (x *executor) composite(r *request, id uint64, rec *txRecord) FailReason {
 	for _, e := range entries {
 		x.setCell(uint64(e.cell), uint64(e.value), id)
 	}
-	rec.n = uint16(len(entries))
-	rec.extra = entries
+	rec.setEntries(entries)
 	return OK
 }
 

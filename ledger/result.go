@@ -54,6 +54,37 @@ const (
 	// the op debits (credits) has the Closed flag.
 	DebitAccountAlreadyClosed
 	CreditAccountAlreadyClosed
+	// TransferMustHaveTheSameLedgerAsAccounts: a transfer's non-zero
+	// Ledger is not its accounts' ledger.
+	TransferMustHaveTheSameLedgerAsAccounts
+	// PendingTransferNotFound: a post or void names no pending transfer
+	// this ledger remembers (never one, or resolved longer ago than it
+	// remembers, see Config.DedupRetention).
+	PendingTransferNotFound
+	// PendingTransferAlreadyPosted, PendingTransferAlreadyVoided,
+	// PendingTransferExpired: a post or void names a pending transfer that
+	// was posted, voided, or whose timeout passed.
+	PendingTransferAlreadyPosted
+	PendingTransferAlreadyVoided
+	PendingTransferExpired
+	// ExceedsPendingTransferAmount: a post's Amount is above the pending
+	// transfer's.
+	ExceedsPendingTransferAmount
+	// PendingTransferHasDifferentAmount: a void's non-zero Amount is not
+	// the pending transfer's.
+	PendingTransferHasDifferentAmount
+	// PendingTransferHasDifferentDebitAccountID, ...CreditAccountID,
+	// ...Ledger, ...Code: a post or void names (non-zero) another From,
+	// To, Ledger or Code than its pending transfer's (checked in this
+	// order).
+	PendingTransferHasDifferentDebitAccountID
+	PendingTransferHasDifferentCreditAccountID
+	PendingTransferHasDifferentLedger
+	PendingTransferHasDifferentCode
+	// OverflowsDebitsPending, OverflowsCreditsPending: a pending column
+	// would exceed 2^63-1.
+	OverflowsDebitsPending
+	OverflowsCreditsPending
 	numFailReasons
 )
 
@@ -64,7 +95,13 @@ var failNames = [...]string{"ok", "exceeds_credits", "account_not_found", "zero_
 	"exceeds_debits", "exists", "exists_with_different_flags", "exists_with_different_user_data",
 	"exists_with_different_ledger", "exists_with_different_code", "accounts_limit_reached",
 	"accounts_must_have_same_ledger", "linked_event_failed", "linked_event_chain_open",
-	"debit_account_already_closed", "credit_account_already_closed"}
+	"debit_account_already_closed", "credit_account_already_closed",
+	"transfer_must_have_the_same_ledger_as_accounts", "pending_transfer_not_found",
+	"pending_transfer_already_posted", "pending_transfer_already_voided", "pending_transfer_expired",
+	"exceeds_pending_transfer_amount", "pending_transfer_has_different_amount",
+	"pending_transfer_has_different_debit_account_id", "pending_transfer_has_different_credit_account_id",
+	"pending_transfer_has_different_ledger", "pending_transfer_has_different_code",
+	"overflows_debits_pending", "overflows_credits_pending"}
 
 // String returns the reason's snake_case name.
 func (f FailReason) String() string {
@@ -109,6 +146,21 @@ type Result struct {
 	// Account is the account a CreateAccount named (created, or found
 	// existing), with zero columns; nil for other kinds.
 	Account *Account
+	// Transfer fields, of a KindTransfer that is not a Duplicate: as
+	// executed, so Ledger is the accounts' ledger when the transfer named
+	// none (or whatever it named, if it failed before its accounts were
+	// found), and PendingID and Timeout are those of its flags.
+	Ledger    uint32
+	Code      uint16
+	Flags     TransferFlags
+	UserData  uint64
+	PendingID TxID
+	Timeout   uint32
+	// Expired are the pending transfers whose timeout had passed and
+	// whose holds the expiry scan released at this transaction's
+	// timestamp, before it executed (see Pending); their release entries
+	// are journaled with it but are not in Entries.
+	Expired []TxID
 }
 
 // cellEntry is an Entry as the Transactor makes it: with the index of the
@@ -126,30 +178,100 @@ func (e *cellEntry) public() Entry {
 }
 
 // txRecord is a computed transaction as it travels the Transactor -> WAL ->
-// Snapshotter rings. Deposits, withdrawals and transfers keep their two
-// entries inline; only composites allocate. A CreateAccount keeps its
-// account in the inline space (see setAccount).
+// Snapshotter rings (136 bytes: each ring slot is one). Deposits,
+// withdrawals and most transfers keep their two entries inline; composites
+// and posts allocate theirs. A CreateAccount keeps its account in the
+// inline space (see setAccount).
 type txRecord struct {
 	id      uint64
 	userRef uint64
-	dupOf   uint64
-	ts      int64
-	kind    Kind
-	fail    FailReason
-	n       uint16 // entry count
-	inline  [2]cellEntry
-	extra   []cellEntry // composites: all entries
+	// orig is the transaction this one names: the original of a
+	// Duplicate, the pending transfer of a post or void.
+	orig uint64
+	ts   int64
+	// A transfer's fields (KindTransfer, not a Duplicate).
+	userData uint64
+	ledger   uint32
+	code     uint16
+	tflags   TransferFlags
+	kind     Kind
+	fail     FailReason
+	n        uint8 // entry count (composites: at most MaxLegs)
+	wlevel   Level
+	timeout  uint32
+	inline   [2]cellEntry
+	extra    *recExtra // nil unless the entries do not fit inline
 	// w, if non-nil, is delivered by the stage that reaches wlevel. Other
 	// stages must not touch w: once delivered it may be reused.
-	w      *opWaiter
-	wlevel Level
+	w *opWaiter
+}
+
+// recExtra is what a record holds beyond its inline space.
+type recExtra struct {
+	entries []cellEntry // all the transaction's entries (composites, posts)
+	// expired are the pending transfers the expiry scan released before
+	// the transaction, exp their release entries (two each, in order).
+	// They apply before the transaction's own entries and are not undone
+	// with them.
+	expired []uint64
+	exp     []cellEntry
 }
 
 func (r *txRecord) entries() []cellEntry {
-	if r.extra != nil {
-		return r.extra
+	if r.extra != nil && r.extra.entries != nil {
+		return r.extra.entries
 	}
 	return r.inline[:r.n]
+}
+
+// setEntries makes es, which do not fit inline, the record's entries.
+func (r *txRecord) setEntries(es []cellEntry) {
+	if r.extra == nil {
+		r.extra = &recExtra{}
+	}
+	r.extra.entries = es
+	r.n = uint8(len(es))
+}
+
+// setTransfer copies a Transfer request's fields.
+func (r *txRecord) setTransfer(q *request) {
+	r.ledger, r.code, r.tflags, r.userData = q.ledger(), q.code(), q.tflags(), q.userData
+	switch {
+	case r.tflags&resolving != 0:
+		r.orig = q.pendingID()
+	case r.tflags&Pending != 0:
+		r.timeout = q.timeout()
+	}
+}
+
+// setRequest copies what a record of request q keeps when q is not
+// evaluated (a chain member that did not run).
+func (r *txRecord) setRequest(q *request) {
+	switch q.kind {
+	case KindCreateAccount:
+		r.setAccount(q.account())
+	case KindTransfer:
+		r.setTransfer(q)
+	}
+}
+
+// dupOf is a Duplicate's original.
+func (r *txRecord) dupOf() uint64 {
+	if r.fail == Duplicate {
+		return r.orig
+	}
+	return 0
+}
+
+// hasTransfer reports whether r carries a transfer's fields.
+func (r *txRecord) hasTransfer() bool { return r.kind == KindTransfer && r.fail != Duplicate }
+
+// pendingID is the pending transfer a post or void names.
+func (r *txRecord) pendingID() uint64 {
+	if r.hasTransfer() && r.tflags&resolving != 0 {
+		return r.orig
+	}
+	return 0
 }
 
 // setAccount stores a CreateAccount's account in the inline entry space,
@@ -166,7 +288,17 @@ func (r *txRecord) account() acctMeta {
 }
 
 func (r *txRecord) result() Result {
-	res := Result{ID: TxID(r.id), Kind: r.kind, Fail: r.fail, UserRef: r.userRef, DupOf: TxID(r.dupOf), Timestamp: r.ts}
+	res := Result{ID: TxID(r.id), Kind: r.kind, Fail: r.fail, UserRef: r.userRef, DupOf: TxID(r.dupOf()), Timestamp: r.ts}
+	if r.hasTransfer() {
+		res.Ledger, res.Code, res.Flags, res.UserData, res.PendingID, res.Timeout =
+			r.ledger, r.code, r.tflags, r.userData, TxID(r.pendingID()), r.timeout
+	}
+	if r.extra != nil && len(r.extra.expired) > 0 {
+		res.Expired = make([]TxID, len(r.extra.expired))
+		for i, id := range r.extra.expired {
+			res.Expired[i] = TxID(id)
+		}
+	}
 	if r.kind == KindCreateAccount {
 		a := r.account().public()
 		res.Account = &a

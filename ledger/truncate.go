@@ -91,7 +91,7 @@ func truncateDir(fs vfs.FS, dir string, after uint64) (*truncation, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.FormatVersion != formatVersion {
+	if m.FormatVersion != formatVersion && m.FormatVersion != formatVersionV4 {
 		return refuse("format %d: open it once with this build first", m.FormatVersion)
 	}
 	cfg, err := (&Config{FS: fs, Dir: dir, MaxAccounts: m.MaxAccounts}).withDefaults()
@@ -148,12 +148,12 @@ func truncateDir(fs vfs.FS, dir string, after uint64) (*truncation, error) {
 
 	// Copy the log up to after into wal.new; the batch holding after is
 	// re-encoded with its transactions up to after.
-	opts := walOptions(&cfg, nil)
+	opts := walOptions(&cfg, nil, nil)
 	opts.Dir = newDir
 	var w *wal.Writer
 	var buf []byte
 	errStop := errors.New("stop")
-	_, err = wal.Scan(walOptions(&cfg, nil), bounds, 0, func(_ wal.Segment, _ int64, p []byte) error {
+	_, err = wal.Scan(walOptions(&cfg, nil, nil), bounds, 0, func(_ wal.Segment, _ int64, p []byte) error {
 		first, last, err := batchSpan(p)
 		if err != nil {
 			return err
@@ -236,7 +236,7 @@ func finishTruncate(fs vfs.FS, dir string, after uint64, rec *truncation) (*trun
 	if err != nil {
 		return nil, err
 	}
-	res, err := wal.Scan(walOptions(&cfg, nil), wal.Bounds{}, 0, func(wal.Segment, int64, []byte) error { return nil })
+	res, err := wal.Scan(walOptions(&cfg, nil, nil), wal.Bounds{}, 0, func(wal.Segment, int64, []byte) error { return nil })
 	if err != nil {
 		return nil, walError(err)
 	}
@@ -352,21 +352,7 @@ func cutBatch(dst, p []byte, after uint64) ([]byte, error) {
 		if !ok || t.id > after {
 			break
 		}
-		r := txRecord{id: t.id, userRef: t.userRef, dupOf: t.dupOf, ts: t.ts, kind: t.kind, fail: t.fail, n: uint16(t.n)}
-		switch {
-		case t.kind == KindCreateAccount:
-			r.setAccount(t.acct)
-		case t.n > len(r.inline) || t.kind == KindComposite:
-			r.extra = make([]cellEntry, t.n)
-			for i := range r.extra {
-				r.extra[i] = toCellEntry(t.entry(i))
-			}
-		default:
-			for i := 0; i < t.n; i++ {
-				r.inline[i] = toCellEntry(t.entry(i))
-			}
-		}
-		recs = append(recs, r)
+		recs = append(recs, t.record())
 	}
 	out, n := encodeBatch(append(dst, make([]byte, wal.HeaderRoom)...), recs, 1<<62)
 	if n != len(recs) {
@@ -386,9 +372,4 @@ func syncDir(fs vfs.FS, dir string) error {
 		return fmt.Errorf("ledger: recover: %w", err)
 	}
 	return errors.Join(d.Sync(), d.Close())
-}
-
-// toCellEntry is e as the encoder takes it (the cell is not encoded).
-func toCellEntry(e Entry) cellEntry {
-	return cellEntry{acct: e.Account, delta: e.Delta, value: e.Value, col: e.Column}
 }
