@@ -21,7 +21,7 @@ func (spanUnit) Tick() {}
 // holds every unit, connection, lane and merge of the simulation, and a
 // small model's span is too small to collapse.
 func TestStateSpanCoversTheState(t *testing.T) {
-	for _, n := range []int{3, 2000} {
+	for _, n := range []int{3, 400} {
 		s := New()
 		us := make([]*spanUnit, n)
 		for i := range us {
