@@ -91,8 +91,6 @@ type Ledger struct {
 	// Transactor: counters for Stats.
 	_        pad
 	outcomes [numKinds][numFailReasons]atomic.Uint64
-	ovSweeps atomic.Uint64 // overlay sweeps
-	ovWaits  atomic.Uint64 // waits for overlay room
 	// retries past DedupRetention the durable index still named
 	dedupExpired atomic.Uint64
 
@@ -267,12 +265,12 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 		}
 	}
 	l.txStage, l.walStage, l.snapStage = st[0], st[1], st[2]
-	x := &executor{readable: l.readable, accts: l.accts, ov: newOverlay(overlaySlots(cfg.RingSize), rs.last), dedup: rs.dedup, maxEntries: cfg.MaxEntries}
 	if l.rep.follower { // Apply replays onto rs; no stage runs
 		l.rep.rs = rs
 		go l.sweepFns()
 		return l, nil
 	}
+	x := &executor{work: newWork(cfg.MaxAccounts, rs.accts.n, l.readable), accts: l.accts, dedup: rs.dedup, maxEntries: cfg.MaxEntries}
 	refs := newRefWindow(cfg.DedupWindow)
 	for _, r := range rs.refs {
 		refs.push(r)
