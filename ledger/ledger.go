@@ -61,7 +61,7 @@ type Ledger struct {
 	_         pad
 	state     atomic.Uint64 // submitters: calls in flight; Close and fail: the closed and failed bits
 	_         pad
-	sequenced atomic.Uint64 // submitters: max id returned by a submit
+	sequenced atomic.Uint64 // a follower's Apply; on a leader Sequenced is the Sequencer ring's tail (sequencedIndex)
 	_         pad
 	computed  atomic.Uint64 // Transactor
 	_         pad
@@ -390,7 +390,6 @@ func (l *Ledger) push(r *request) (TxID, error) {
 		t, ok := l.seq.TryPush(*r)
 		if ok {
 			id := l.base + t
-			l.advanceSequenced(id)
 			l.txStage.Wake()
 			return TxID(id), nil
 		}
@@ -401,15 +400,13 @@ func (l *Ledger) push(r *request) (TxID, error) {
 	}
 }
 
-// advanceSequenced raises the Sequenced index to id (a monotonic max, as
-// concurrent submitters finish out of ticket order).
-func (l *Ledger) advanceSequenced(id uint64) {
-	for {
-		cur := l.sequenced.Load()
-		if cur >= id || l.sequenced.CompareAndSwap(cur, id) {
-			return
-		}
-	}
+// sequencedIndex is the Sequenced index: the last id a push has claimed in
+// the Sequencer ring (a claimed push publishes without waiting, so the id
+// will be executed), or what a follower's Apply stored. Reading the ring's
+// tail spares the submitters a shared maximum: a compare-and-swap on a
+// line they would all write for every submit.
+func (l *Ledger) sequencedIndex() uint64 {
+	return max(l.sequenced.Load(), l.base-1+l.seq.Tail())
 }
 
 // SubmitBatch sequences ops atomically under contiguous ids first..last. If
@@ -468,7 +465,6 @@ func (l *Ledger) submitBatch(ops []Op, fn func(Result, error), level Level) (fir
 		if ok {
 			f := l.base + t
 			lst := f + uint64(len(reqs)) - 1
-			l.advanceSequenced(lst)
 			l.txStage.Wake()
 			return TxID(f), TxID(lst), nil
 		}
@@ -533,7 +529,7 @@ func (l *Ledger) stoppedErr() error {
 func (l *Ledger) index(level Level) uint64 {
 	switch level {
 	case Sequenced:
-		return l.sequenced.Load()
+		return l.sequencedIndex()
 	case Computed:
 		return l.computed.Load()
 	case Committed:
@@ -599,7 +595,7 @@ func (l *Ledger) indexes() Indexes {
 	x.Snapshot = TxID(l.snapshot.Load())
 	x.Committed = TxID(l.committed.Load())
 	x.Computed = TxID(l.computed.Load())
-	x.Sequenced = TxID(l.sequenced.Load())
+	x.Sequenced = TxID(l.sequencedIndex())
 	return x
 }
 
