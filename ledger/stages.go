@@ -386,6 +386,9 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		// one of them and then loads applying sees at least last.
 		l.applying.Store(last)
 		for i := range recs {
+			if i%touchAhead == 0 {
+				l.touchCells(recs[i:min(i+touchAhead, len(recs))])
+			}
 			r := &recs[i]
 			// The resulting balance is stored, not added: a single atomic
 			// store per entry, and readers never see a torn value.
@@ -433,6 +436,18 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		// skips and the next batch (or idle iteration) tries again.
 		if due && l.takeSnapshot(last, appliedTs, accounts, &refs) {
 			lastSnap = last
+		}
+	}
+}
+
+// touchCells loads the readable cells the entries of recs store into, so
+// that their cache misses overlap: each atomic store (a locked XCHG on
+// amd64) would otherwise wait for its line alone. The compiler keeps an
+// atomic load whose value is unused.
+func (l *Ledger) touchCells(recs []txRecord) {
+	for i := range recs {
+		for _, e := range recs[i].entries() {
+			l.readable[e.cell].Load()
 		}
 	}
 }
