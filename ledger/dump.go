@@ -35,6 +35,11 @@ func dumpDir(fs vfs.FS, dir string, from, to uint64, fn func(*offline.Tx) error)
 			a := t.acct
 			line.Account = &offline.Account{ID: a.id, Ledger: a.ledger, Code: a.code, Flags: uint16(a.flags), UserData: a.userData}
 		}
+		if t.kind == KindTransfer && t.fail != Duplicate {
+			x := &t.xfer
+			line.Transfer = &offline.Transfer{Ledger: x.ledger, Code: x.code, Flags: x.flags.Names(), UserData: x.userData,
+				PendingID: x.pendingID, Timeout: x.timeout}
+		}
 		for i := 0; i < t.n; i++ {
 			e := t.entry(i)
 			line.Entries = append(line.Entries, offline.Entry{Account: e.Account, Column: e.Column.String(), Delta: e.Delta, Value: e.Value})

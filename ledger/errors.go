@@ -38,6 +38,14 @@ var (
 	ErrTooManyLegs = errors.New("ledger: composite has too many legs")
 	// ErrFlags: unknown Composite flags.
 	ErrFlags = errors.New("ledger: unknown composite flags")
+	// ErrTransferFlags: unknown transfer flags, or a combination no
+	// transfer may have (see TransferFlags).
+	ErrTransferFlags = errors.New("ledger: invalid transfer flags")
+	// ErrPendingID: a post or void without PendingID, or a PendingID on
+	// another transfer.
+	ErrPendingID = errors.New("ledger: pending_id is required by post and void, and only by them")
+	// ErrTimeout: a Timeout on a transfer that is not Pending.
+	ErrTimeout = errors.New("ledger: timeout is for pending transfers only")
 	// ErrChainLength: a linked chain of more than MaxChain ops.
 	ErrChainLength = errors.New("ledger: linked chain too long")
 	// ErrBatchSize: SubmitBatch with no ops or more than the Sequencer ring holds.

@@ -96,15 +96,13 @@ func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 	*rec = txRecord{id: id, userRef: r.userRef, ts: ts, kind: r.kind, w: r.w, wlevel: r.wlevel}
 	if r.chainOpen {
 		rec.fail = LinkedEventChainOpen
-		if r.kind == KindCreateAccount {
-			rec.setAccount(r.account())
-		}
+		rec.setRequest(r)
 		x.remember(id, r.userRef)
 		return
 	}
 	if r.userRef != 0 {
 		if o, dup := x.dedup.lookup(id, r.userRef); dup {
-			rec.fail, rec.dupOf = Duplicate, o
+			rec.fail, rec.orig = Duplicate, o
 			if r.kind == KindCreateAccount {
 				rec.setAccount(r.account())
 			}
@@ -122,6 +120,7 @@ func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 	case KindWithdrawal:
 		rec.fail = x.transfer(r.a, SystemAccount, r.amount, rec)
 	case KindTransfer:
+		rec.setTransfer(r)
 		rec.fail = x.transfer(r.a, r.b, r.amount, rec)
 	case KindComposite:
 		rec.fail = x.composite(r, rec)
@@ -200,9 +199,7 @@ func (x *executor) executeChain(reqs []request, first uint64, ts int64, recs []t
 	for j := failed + 1; j < len(reqs); j++ {
 		q := &reqs[j]
 		recs[j] = txRecord{id: first + uint64(j), userRef: q.userRef, ts: ts, kind: q.kind, fail: LinkedEventFailed, w: q.w, wlevel: q.wlevel}
-		if q.kind == KindCreateAccount {
-			recs[j].setAccount(q.account())
-		}
+		recs[j].setRequest(q)
 		x.remember(first+uint64(j), q.userRef)
 	}
 }
@@ -266,6 +263,13 @@ func (x *executor) transfer(from, to, amt uint64, rec *txRecord) FailReason {
 	}
 	if !sameLedger(d, c) {
 		return AccountsMustHaveSameLedger
+	}
+	if rec.kind == KindTransfer {
+		l := max(infoLedger(d), infoLedger(c)) // one of them, or both equal
+		if rec.ledger != 0 && rec.ledger != l {
+			return TransferMustHaveTheSameLedgerAsAccounts
+		}
+		rec.ledger = l
 	}
 	ds, cs := infoSlot(d), infoSlot(c)
 	dv, cv := x.cols(ds), x.cols(cs)
@@ -370,8 +374,7 @@ func (x *executor) composite(r *request, rec *txRecord) FailReason {
 	for _, e := range entries {
 		x.setCell(uint64(e.cell), uint64(e.value))
 	}
-	rec.n = uint16(len(entries))
-	rec.extra = entries
+	rec.setEntries(entries)
 	return OK
 }
 

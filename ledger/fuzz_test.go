@@ -34,7 +34,11 @@ func decodeBatchAll(val []byte) ([]Result, error) {
 
 // toRecord is the inverse of walTx.result for re-encoding.
 func toRecord(r Result) txRecord {
-	rec := txRecord{id: uint64(r.ID), userRef: r.UserRef, dupOf: uint64(r.DupOf), ts: r.Timestamp, kind: r.Kind, fail: r.Fail, n: uint16(len(r.Entries))}
+	rec := txRecord{id: uint64(r.ID), userRef: r.UserRef, orig: uint64(r.DupOf), ts: r.Timestamp, kind: r.Kind, fail: r.Fail, n: uint8(len(r.Entries)),
+		ledger: r.Ledger, code: r.Code, tflags: r.Flags, userData: r.UserData, timeout: r.Timeout}
+	if r.Flags&resolving != 0 {
+		rec.orig = uint64(r.PendingID)
+	}
 	es := make([]cellEntry, len(r.Entries))
 	for i, e := range r.Entries {
 		es[i] = cellEntry{acct: e.Account, delta: e.Delta, value: e.Value, col: e.Column}
@@ -46,7 +50,7 @@ func toRecord(r Result) txRecord {
 	case r.Kind != KindComposite && len(es) == 2:
 		copy(rec.inline[:], es)
 	case len(es) > 0:
-		rec.extra = es
+		rec.setEntries(es)
 	}
 	return rec
 }
@@ -57,8 +61,10 @@ func walSeeds() [][]byte {
 		{
 			{id: 7, ts: 1000, kind: KindDeposit, n: 2, userRef: 4, inline: [2]cellEntry{{acct: 0, delta: 5, value: 5, col: DebitsPosted}, {acct: 3, delta: 5, value: 5, col: CreditsPosted}}},
 			{id: 8, ts: 1001, kind: KindWithdrawal, fail: ExceedsCredits, userRef: 99},
-			{id: 9, ts: 1001, kind: KindTransfer, fail: Duplicate, userRef: 99, dupOf: 8},
-			{id: 10, ts: 5000, kind: KindComposite, n: 3, extra: []cellEntry{{acct: 1, delta: 2, value: 2, col: CreditsPosted}, {acct: 2, delta: 3, value: 3, col: DebitsPosted}, {acct: 1, delta: 1, value: 3, col: CreditsPosted}}},
+			{id: 9, ts: 1001, kind: KindTransfer, fail: Duplicate, userRef: 99, orig: 8},
+			{id: 10, ts: 1001, kind: KindTransfer, n: 2, ledger: 7, code: 3, userData: 9, tflags: Pending, timeout: 60,
+				inline: [2]cellEntry{{acct: 1, delta: 5, value: 5, col: DebitsPending}, {acct: 2, delta: 5, value: 5, col: CreditsPending}}},
+			{id: 11, ts: 5000, kind: KindComposite, n: 3, extra: ext([]cellEntry{{acct: 1, delta: 2, value: 2, col: CreditsPosted}, {acct: 2, delta: 3, value: 3, col: DebitsPosted}, {acct: 1, delta: 1, value: 3, col: CreditsPosted}})},
 		},
 		{{id: 1 << 40, ts: -1, kind: KindTransfer, n: 2, inline: [2]cellEntry{{acct: 1, delta: 1 << 62, value: 1 << 62, col: DebitsPosted}, {acct: 2, delta: 1 << 62, value: 1 << 62, col: CreditsPosted}}}},
 		{{id: 3, ts: 9, kind: KindCreateAccount, userRef: 1}, {id: 4, ts: 9, kind: KindCreateAccount, fail: ExistsWithDifferentCode}},

@@ -174,8 +174,11 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 	if err != nil {
 		return nil, openError(cfg.Dir, "", err)
 	}
-	if m == nil { // a new directory
+	switch {
+	case m == nil: // a new directory
 		err = writeMeta(db, &cfg, time.Now().UnixNano())
+	case m.FormatVersion != formatVersion: // upgrade: the records decode as they are
+		err = writeMeta(db, &cfg, m.CreatedUnixNs)
 	}
 	if err == nil && rs == nil {
 		rs, err = recoverState(db, &cfg)

@@ -10,7 +10,7 @@ import (
 )
 
 // formatVersion is the directory format this package writes (the meta
-// record's). Version 4 has created accounts (sparse ids, a ledger, flags
+// record's). Version 5 journals a transfer's fields. Version 4 has created accounts (sparse ids, a ledger, flags
 // and four columns each; WAL entries name a column, create_account
 // records, accounts chunks in snapshots). Version 3 moved the WAL out of
 // pebble into its own segment files (wal/); version 2 made snapshots fuzzy;
@@ -19,7 +19,13 @@ import (
 // ErrIncompatible and a message saying how to move their balances (see
 // oldFormatError); it never rewrites them.
 const (
-	formatVersion = 4
+	formatVersion = 5
+	// formatVersionV4 wrote no transfer fields (ledger, code, user_data,
+	// flags, pending id, timeout) in its WAL records. Its records decode
+	// as they are (see walcodec.go); Open rewrites the meta record as
+	// format 5 before it appends, so that a format 4 build refuses the
+	// directory instead of misreading a record.
+	formatVersionV4 = 4
 	// formatVersionV3 is the last format with dense accounts.
 	formatVersionV3 = 3
 )
@@ -29,7 +35,7 @@ const (
 const manifestVersion = 3
 
 // readableFormat reports whether this build reads format version v.
-func readableFormat(v int) bool { return v == formatVersion }
+func readableFormat(v int) bool { return v == formatVersion || v == formatVersionV4 }
 
 // oldFormatError is Open's refusal of a directory of format v < 4.
 func oldFormatError(dir string, v int) error {

@@ -65,12 +65,32 @@ type Withdrawal struct {
 }
 
 // Transfer debits From and credits To by Amount. Both must be created
-// accounts of the same ledger; each account's flags limit it.
+// accounts of the same ledger; each account's flags limit it. Flags make it
+// a two-phase, balancing or closing transfer (see TransferFlags).
 type Transfer struct {
 	From    uint64
 	To      uint64
 	Amount  uint64
 	UserRef uint64
+	// Ledger, if not 0, must be the ledger of both accounts (else
+	// TransferMustHaveTheSameLedgerAsAccounts); 0 takes theirs. The
+	// journaled transfer carries the accounts' ledger either way.
+	Ledger uint32
+	// Code is the transfer's type, for the application (and queries).
+	Code uint16
+	// Flags: see TransferFlags.
+	Flags TransferFlags
+	// UserData is kept with the transfer, never read by the ledger: one
+	// u64 that queries filter on (an order id, a reference).
+	UserData uint64
+	// PendingID names the pending transfer a PostPendingTransfer or
+	// VoidPendingTransfer resolves: its TxID. Required with those flags,
+	// refused without them.
+	PendingID TxID
+	// Timeout, for a Pending transfer, is the seconds after the pending
+	// transfer's timestamp at which its hold expires; 0 never expires.
+	// Refused without Pending.
+	Timeout uint32
 	Linked  bool
 }
 
@@ -136,19 +156,25 @@ func (k Kind) String() string {
 type request struct {
 	kind  Kind
 	flags CompositeFlags
-	a, b  uint64 // account (Deposit, Withdrawal); from, to (Transfer); id, user_data[0] (CreateAccount)
-	// meta is a CreateAccount's ledger, code and flags (packMeta); its
-	// user_data[1] is in amount. Packed so that every request stays small:
-	// the Sequencer ring copies each one twice.
-	meta uint64
 	// linked: the op is linked to the next one (a chain member but the
 	// last); chainOpen: the op is in a chain its batch left open.
 	linked, chainOpen bool
-	amount            uint64
-	userRef           uint64
-	legs              []Leg
-	w                 *opWaiter // non-nil for SubmitAndWait
-	wlevel            Level     // the level w waits for
+	wlevel            Level  // the level w waits for
+	a, b              uint64 // account (Deposit, Withdrawal); from, to (Transfer); id, user_data[0] (CreateAccount)
+	// meta is a CreateAccount's ledger, code and account flags (its
+	// user_data[1] is in amount), or a Transfer's ledger, code and
+	// transfer flags: ledger | code<<32 | flags<<48. Packed so that every
+	// request stays small (96 bytes): the Sequencer ring copies each one
+	// twice.
+	meta     uint64
+	amount   uint64
+	userRef  uint64
+	userData uint64 // Transfer
+	// aux is a Transfer's PendingID (post, void) or Timeout (pending):
+	// the flags allow one of them at most.
+	aux  uint64
+	legs []Leg
+	w    *opWaiter // non-nil for SubmitAndWait
 }
 
 // prepare validates op against state-independent rules and fills r. Errors
@@ -191,14 +217,7 @@ func prepare(op Op, r *request) error {
 		}
 		return prepare(*o, r)
 	case Transfer:
-		*r = request{kind: KindTransfer, a: o.From, b: o.To, amount: o.Amount, userRef: o.UserRef, linked: o.Linked}
-		if err := checkAmount(o.Amount); err != nil {
-			return err
-		}
-		if o.From == o.To {
-			return ErrSameAccount
-		}
-		return nil
+		return prepareTransfer(&o, r)
 	case *Transfer:
 		if o == nil {
 			return ErrNilOp

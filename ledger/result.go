@@ -54,6 +54,9 @@ const (
 	// the op debits (credits) has the Closed flag.
 	DebitAccountAlreadyClosed
 	CreditAccountAlreadyClosed
+	// TransferMustHaveTheSameLedgerAsAccounts: a transfer's non-zero
+	// Ledger is not its accounts' ledger.
+	TransferMustHaveTheSameLedgerAsAccounts
 	numFailReasons
 )
 
@@ -64,7 +67,8 @@ var failNames = [...]string{"ok", "exceeds_credits", "account_not_found", "zero_
 	"exceeds_debits", "exists", "exists_with_different_flags", "exists_with_different_user_data",
 	"exists_with_different_ledger", "exists_with_different_code", "accounts_limit_reached",
 	"accounts_must_have_same_ledger", "linked_event_failed", "linked_event_chain_open",
-	"debit_account_already_closed", "credit_account_already_closed"}
+	"debit_account_already_closed", "credit_account_already_closed",
+	"transfer_must_have_the_same_ledger_as_accounts"}
 
 // String returns the reason's snake_case name.
 func (f FailReason) String() string {
@@ -109,6 +113,16 @@ type Result struct {
 	// Account is the account a CreateAccount named (created, or found
 	// existing), with zero columns; nil for other kinds.
 	Account *Account
+	// Transfer fields, of a KindTransfer that is not a Duplicate: as
+	// executed, so Ledger is the accounts' ledger when the transfer named
+	// none (or whatever it named, if it failed before its accounts were
+	// found), and PendingID and Timeout are those of its flags.
+	Ledger    uint32
+	Code      uint16
+	Flags     TransferFlags
+	UserData  uint64
+	PendingID TxID
+	Timeout   uint32
 }
 
 // cellEntry is an Entry as the Transactor makes it: with the index of the
@@ -126,30 +140,94 @@ func (e *cellEntry) public() Entry {
 }
 
 // txRecord is a computed transaction as it travels the Transactor -> WAL ->
-// Snapshotter rings. Deposits, withdrawals and transfers keep their two
-// entries inline; only composites allocate. A CreateAccount keeps its
-// account in the inline space (see setAccount).
+// Snapshotter rings (136 bytes: each ring slot is one). Deposits,
+// withdrawals and most transfers keep their two entries inline; composites
+// and posts allocate theirs. A CreateAccount keeps its account in the
+// inline space (see setAccount).
 type txRecord struct {
 	id      uint64
 	userRef uint64
-	dupOf   uint64
-	ts      int64
-	kind    Kind
-	fail    FailReason
-	n       uint16 // entry count
-	inline  [2]cellEntry
-	extra   []cellEntry // composites: all entries
+	// orig is the transaction this one names: the original of a
+	// Duplicate, the pending transfer of a post or void.
+	orig uint64
+	ts   int64
+	// A transfer's fields (KindTransfer, not a Duplicate).
+	userData uint64
+	ledger   uint32
+	code     uint16
+	tflags   TransferFlags
+	kind     Kind
+	fail     FailReason
+	n        uint8 // entry count (composites: at most MaxLegs)
+	wlevel   Level
+	timeout  uint32
+	inline   [2]cellEntry
+	extra    *recExtra // nil unless the entries do not fit inline
 	// w, if non-nil, is delivered by the stage that reaches wlevel. Other
 	// stages must not touch w: once delivered it may be reused.
-	w      *opWaiter
-	wlevel Level
+	w *opWaiter
+}
+
+// recExtra is what a record holds beyond its inline space.
+type recExtra struct {
+	entries []cellEntry // all the transaction's entries (composites, posts)
 }
 
 func (r *txRecord) entries() []cellEntry {
-	if r.extra != nil {
-		return r.extra
+	if r.extra != nil && r.extra.entries != nil {
+		return r.extra.entries
 	}
 	return r.inline[:r.n]
+}
+
+// setEntries makes es, which do not fit inline, the record's entries.
+func (r *txRecord) setEntries(es []cellEntry) {
+	if r.extra == nil {
+		r.extra = &recExtra{}
+	}
+	r.extra.entries = es
+	r.n = uint8(len(es))
+}
+
+// setTransfer copies a Transfer request's fields.
+func (r *txRecord) setTransfer(q *request) {
+	r.ledger, r.code, r.tflags, r.userData = q.ledger(), q.code(), q.tflags(), q.userData
+	switch {
+	case r.tflags&resolving != 0:
+		r.orig = q.pendingID()
+	case r.tflags&Pending != 0:
+		r.timeout = q.timeout()
+	}
+}
+
+// setRequest copies what a record of request q keeps when q is not
+// evaluated (a chain member that did not run).
+func (r *txRecord) setRequest(q *request) {
+	switch q.kind {
+	case KindCreateAccount:
+		r.setAccount(q.account())
+	case KindTransfer:
+		r.setTransfer(q)
+	}
+}
+
+// dupOf is a Duplicate's original.
+func (r *txRecord) dupOf() uint64 {
+	if r.fail == Duplicate {
+		return r.orig
+	}
+	return 0
+}
+
+// hasTransfer reports whether r carries a transfer's fields.
+func (r *txRecord) hasTransfer() bool { return r.kind == KindTransfer && r.fail != Duplicate }
+
+// pendingID is the pending transfer a post or void names.
+func (r *txRecord) pendingID() uint64 {
+	if r.hasTransfer() && r.tflags&resolving != 0 {
+		return r.orig
+	}
+	return 0
 }
 
 // setAccount stores a CreateAccount's account in the inline entry space,
@@ -166,7 +244,11 @@ func (r *txRecord) account() acctMeta {
 }
 
 func (r *txRecord) result() Result {
-	res := Result{ID: TxID(r.id), Kind: r.kind, Fail: r.fail, UserRef: r.userRef, DupOf: TxID(r.dupOf), Timestamp: r.ts}
+	res := Result{ID: TxID(r.id), Kind: r.kind, Fail: r.fail, UserRef: r.userRef, DupOf: TxID(r.dupOf()), Timestamp: r.ts}
+	if r.hasTransfer() {
+		res.Ledger, res.Code, res.Flags, res.UserData, res.PendingID, res.Timeout =
+			r.ledger, r.code, r.tflags, r.userData, TxID(r.pendingID()), r.timeout
+	}
 	if r.kind == KindCreateAccount {
 		a := r.account().public()
 		res.Account = &a

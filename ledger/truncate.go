@@ -91,7 +91,7 @@ func truncateDir(fs vfs.FS, dir string, after uint64) (*truncation, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.FormatVersion != formatVersion {
+	if m.FormatVersion != formatVersion && m.FormatVersion != formatVersionV4 {
 		return refuse("format %d: open it once with this build first", m.FormatVersion)
 	}
 	cfg, err := (&Config{FS: fs, Dir: dir, MaxAccounts: m.MaxAccounts}).withDefaults()
@@ -352,21 +352,7 @@ func cutBatch(dst, p []byte, after uint64) ([]byte, error) {
 		if !ok || t.id > after {
 			break
 		}
-		r := txRecord{id: t.id, userRef: t.userRef, dupOf: t.dupOf, ts: t.ts, kind: t.kind, fail: t.fail, n: uint16(t.n)}
-		switch {
-		case t.kind == KindCreateAccount:
-			r.setAccount(t.acct)
-		case t.n > len(r.inline) || t.kind == KindComposite:
-			r.extra = make([]cellEntry, t.n)
-			for i := range r.extra {
-				r.extra[i] = toCellEntry(t.entry(i))
-			}
-		default:
-			for i := 0; i < t.n; i++ {
-				r.inline[i] = toCellEntry(t.entry(i))
-			}
-		}
-		recs = append(recs, r)
+		recs = append(recs, t.record())
 	}
 	out, n := encodeBatch(append(dst, make([]byte, wal.HeaderRoom)...), recs, 1<<62)
 	if n != len(recs) {
@@ -386,9 +372,4 @@ func syncDir(fs vfs.FS, dir string) error {
 		return fmt.Errorf("ledger: recover: %w", err)
 	}
 	return errors.Join(d.Sync(), d.Close())
-}
-
-// toCellEntry is e as the encoder takes it (the cell is not encoded).
-func toCellEntry(e Entry) cellEntry {
-	return cellEntry{acct: e.Account, delta: e.Delta, value: e.Value, col: e.Column}
 }

@@ -17,7 +17,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //	[12:16] transaction count
 //	[16:24] base timestamp, Unix ns
 //	then per transaction:
-//	  u8   kind | 0x80 if a UserRef follows
+//	  u8   kind | 0x80 if a UserRef follows | 0x40 if transfer fields follow
 //	  u8   fail reason
 //	  u16  entry count
 //	  u32  timestamp - base, ns
@@ -25,7 +25,14 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //	  u64  original tx id       (if fail == Duplicate)
 //	  32 bytes of account       (if kind == create_account):
 //	       u64 id, u64 user_data[0], u64 user_data[1], u32 ledger, u16 code, u16 flags
+//	  transfer fields           (if flagged: a transfer, not a Duplicate; format 5):
+//	       u32 ledger, u16 code, u16 flags, u64 user_data,
+//	       u64 pending id       (if flags has post_pending_transfer or void_pending_transfer)
+//	       u32 timeout          (if flags has pending)
 //	  count x { u64 account, u8 column, i64 delta, i64 resulting column }
+//
+// Format 4 wrote no transfer fields (0x40 is never set there): such a
+// transfer decodes with them zero, as a format 4 transfer had them.
 //
 // In every transaction the deltas to debit columns equal those to credit
 // columns, posted and pending apart: the ledger's zero-sum invariant.
@@ -35,6 +42,9 @@ const (
 	accountLen     = 32
 	entryLen       = 25
 	hasRefFlag     = 0x80
+	hasXferFlag    = 0x40
+	kindMask       = 0x3f
+	xferLen        = 16 // transfer fields without pending id and timeout
 )
 
 // errBatch is wrapped by every decoding error; recovery turns it into a
@@ -66,17 +76,33 @@ func encodeBatch(dst []byte, recs []txRecord, maxBytes int) ([]byte, int) {
 		if r.userRef != 0 {
 			k |= hasRefFlag
 		}
+		xfer := r.hasTransfer()
+		if xfer {
+			k |= hasXferFlag
+		}
 		dst = append(dst, k, byte(r.fail))
-		dst = binary.LittleEndian.AppendUint16(dst, r.n)
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(r.n))
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(d))
 		if r.userRef != 0 {
 			dst = binary.LittleEndian.AppendUint64(dst, r.userRef)
 		}
 		if r.fail == Duplicate {
-			dst = binary.LittleEndian.AppendUint64(dst, r.dupOf)
+			dst = binary.LittleEndian.AppendUint64(dst, r.orig)
 		}
 		if r.kind == KindCreateAccount {
 			dst = appendAccount(dst, r.account())
+		}
+		if xfer {
+			dst = binary.LittleEndian.AppendUint32(dst, r.ledger)
+			dst = binary.LittleEndian.AppendUint16(dst, r.code)
+			dst = binary.LittleEndian.AppendUint16(dst, uint16(r.tflags))
+			dst = binary.LittleEndian.AppendUint64(dst, r.userData)
+			if r.tflags&resolving != 0 {
+				dst = binary.LittleEndian.AppendUint64(dst, r.orig)
+			}
+			if r.tflags&Pending != 0 {
+				dst = binary.LittleEndian.AppendUint32(dst, r.timeout)
+			}
 		}
 		for _, e := range r.entries() {
 			dst = binary.LittleEndian.AppendUint64(dst, e.acct)
@@ -123,6 +149,15 @@ func (r *txRecord) encodedLen() int {
 	if r.kind == KindCreateAccount {
 		n += accountLen
 	}
+	if r.hasTransfer() {
+		n += xferLen
+		if r.tflags&resolving != 0 {
+			n += 8
+		}
+		if r.tflags&Pending != 0 {
+			n += 4
+		}
+	}
 	return n
 }
 
@@ -137,7 +172,18 @@ type walTx struct {
 	fail    FailReason
 	n       int
 	acct    acctMeta // create_account
+	xfer    xferFields
 	raw     []byte
+}
+
+// xferFields are a transfer's fields as journaled.
+type xferFields struct {
+	ledger    uint32
+	code      uint16
+	flags     TransferFlags
+	userData  uint64
+	pendingID uint64
+	timeout   uint32
 }
 
 func (t *walTx) entry(i int) Entry {
@@ -152,6 +198,8 @@ func (t *walTx) entry(i int) Entry {
 
 func (t *walTx) result() Result {
 	r := Result{ID: TxID(t.id), Kind: t.kind, Fail: t.fail, UserRef: t.userRef, DupOf: TxID(t.dupOf), Timestamp: t.ts}
+	x := &t.xfer
+	r.Ledger, r.Code, r.Flags, r.UserData, r.PendingID, r.Timeout = x.ledger, x.code, x.flags, x.userData, TxID(x.pendingID), x.timeout
 	if t.kind == KindCreateAccount {
 		a := t.acct.public()
 		r.Account = &a
@@ -224,13 +272,13 @@ func (b *batchReader) next(t *walTx) (bool, error) {
 	}
 	*t = walTx{
 		id:   b.first + b.i,
-		kind: Kind(d[0] &^ hasRefFlag),
+		kind: Kind(d[0] & kindMask),
 		fail: FailReason(d[1]),
 		n:    int(binary.LittleEndian.Uint16(d[2:])),
 		ts:   b.base + int64(binary.LittleEndian.Uint32(d[4:])),
 	}
 	p := txHeaderLen
-	if t.kind < KindDeposit || t.kind >= numKinds || t.fail >= numFailReasons {
+	if d[0]&(kindMask&^0x07) != 0 || t.kind < KindDeposit || t.kind >= numKinds || t.fail >= numFailReasons {
 		return false, fmt.Errorf("%w: tx %d has kind %d, fail reason %d", errBatch, t.id, t.kind, t.fail)
 	}
 	if d[0]&hasRefFlag != 0 {
@@ -253,6 +301,37 @@ func (b *batchReader) next(t *walTx) (bool, error) {
 		}
 		t.acct = decodeAccount(d[p:])
 		p += accountLen
+	}
+	if d[0]&hasXferFlag != 0 {
+		if t.kind != KindTransfer || t.fail == Duplicate {
+			return false, fmt.Errorf("%w: tx %d (%v, %v) has transfer fields", errBatch, t.id, t.kind, t.fail)
+		}
+		if len(d) < p+xferLen {
+			return false, fmt.Errorf("%w: tx %d truncated", errBatch, t.id)
+		}
+		x := &t.xfer
+		x.ledger = binary.LittleEndian.Uint32(d[p:])
+		x.code = binary.LittleEndian.Uint16(d[p+4:])
+		x.flags = TransferFlags(binary.LittleEndian.Uint16(d[p+6:]))
+		x.userData = binary.LittleEndian.Uint64(d[p+8:])
+		p += xferLen
+		if !x.flags.valid() {
+			return false, fmt.Errorf("%w: tx %d has transfer flags %#x", errBatch, t.id, x.flags)
+		}
+		if x.flags&resolving != 0 {
+			if len(d) < p+8 {
+				return false, fmt.Errorf("%w: tx %d truncated", errBatch, t.id)
+			}
+			x.pendingID = binary.LittleEndian.Uint64(d[p:])
+			p += 8
+		}
+		if x.flags&Pending != 0 {
+			if len(d) < p+4 {
+				return false, fmt.Errorf("%w: tx %d truncated", errBatch, t.id)
+			}
+			x.timeout = binary.LittleEndian.Uint32(d[p:])
+			p += 4
+		}
 	}
 	switch {
 	case t.fail != OK && t.n != 0,
@@ -287,4 +366,40 @@ func (b *batchReader) next(t *walTx) (bool, error) {
 	b.off += p + t.n*entryLen
 	b.i++
 	return true, nil
+}
+
+// record rebuilds the ring record t was encoded from, as far as encoding
+// needs it (the cells are not journaled).
+func (t *walTx) record() txRecord {
+	r := txRecord{id: t.id, userRef: t.userRef, ts: t.ts, kind: t.kind, fail: t.fail, n: uint8(t.n)}
+	if t.fail == Duplicate {
+		r.orig = t.dupOf
+	}
+	switch {
+	case t.kind == KindCreateAccount:
+		r.setAccount(t.acct)
+	case t.n > len(r.inline):
+		es := make([]cellEntry, t.n)
+		for i := range es {
+			es[i] = toCellEntry(t.entry(i))
+		}
+		r.setEntries(es)
+	default:
+		for i := 0; i < t.n; i++ {
+			r.inline[i] = toCellEntry(t.entry(i))
+		}
+	}
+	if r.hasTransfer() {
+		x := &t.xfer
+		r.ledger, r.code, r.tflags, r.userData, r.timeout = x.ledger, x.code, x.flags, x.userData, x.timeout
+		if x.flags&resolving != 0 {
+			r.orig = x.pendingID
+		}
+	}
+	return r
+}
+
+// toCellEntry is e as the encoder takes it (the cell is not encoded).
+func toCellEntry(e Entry) cellEntry {
+	return cellEntry{acct: e.Account, delta: e.Delta, value: e.Value, col: e.Column}
 }

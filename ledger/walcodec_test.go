@@ -12,8 +12,11 @@ func TestBatchRoundTrip(t *testing.T) {
 		{id: 6, ts: 999, kind: KindCreateAccount, userRef: 4},
 		{id: 7, ts: 1000, kind: KindDeposit, n: 2, inline: [2]cellEntry{{acct: 0, delta: 5, value: 5, col: DebitsPosted}, {acct: 3, delta: 5, value: 5, col: CreditsPosted}}},
 		{id: 8, ts: 1001, kind: KindWithdrawal, fail: ExceedsCredits, userRef: 99},
-		{id: 9, ts: 1001, kind: KindTransfer, fail: Duplicate, userRef: 99, dupOf: 8},
-		{id: 10, ts: 5000, kind: KindComposite, n: 3, extra: []cellEntry{{acct: 1, delta: 2, value: 2, col: CreditsPosted}, {acct: 2, delta: 3, value: 3, col: DebitsPosted}, {acct: 1, delta: 1, value: 3, col: CreditsPosted}}},
+		{id: 9, ts: 1001, kind: KindTransfer, fail: Duplicate, userRef: 99, orig: 8},
+		{id: 10, ts: 5000, kind: KindTransfer, n: 2, ledger: 7, code: 1<<16 - 1, userData: 1<<64 - 1, tflags: Pending, timeout: 1<<32 - 1,
+			inline: [2]cellEntry{{acct: 1, delta: 5, value: 5, col: DebitsPending}, {acct: 2, delta: 5, value: 5, col: CreditsPending}}},
+		{id: 11, ts: 5000, kind: KindTransfer, fail: ExceedsCredits, ledger: 7, code: 2, userData: 3},
+		{id: 12, ts: 5000, kind: KindComposite, n: 3, extra: ext([]cellEntry{{acct: 1, delta: 2, value: 2, col: CreditsPosted}, {acct: 2, delta: 3, value: 3, col: DebitsPosted}, {acct: 1, delta: 1, value: 3, col: CreditsPosted}})},
 	}
 	recs[0].setAccount(acctMeta{id: 1 << 50, userData: [2]uint64{7, 1<<64 - 1}, ledger: 1<<32 - 1, code: 1<<16 - 1, flags: accountFlagsMask})
 	val, n := encodeBatch(nil, recs, walMaxBytes)
@@ -21,7 +24,7 @@ func TestBatchRoundTrip(t *testing.T) {
 	b, err := openBatch(val)
 	require.NoError(t, err)
 	require.Equal(t, uint64(6), b.first)
-	require.Equal(t, uint64(10), b.last())
+	require.Equal(t, uint64(12), b.last())
 	var tx walTx
 	for i := range recs {
 		ok, err := b.next(&tx)
@@ -49,7 +52,7 @@ func TestBatchSplitsOnTimestampGap(t *testing.T) {
 func TestBatchRejectsDamage(t *testing.T) {
 	recs := []txRecord{
 		{id: 1, kind: KindDeposit, n: 2, userRef: 3, inline: [2]cellEntry{{acct: 0, delta: 5, value: 5, col: DebitsPosted}, {acct: 3, delta: 5, value: 5, col: CreditsPosted}}},
-		{id: 2, kind: KindComposite, n: 2, extra: []cellEntry{{acct: 1, delta: 2, value: 2, col: CreditsPosted}, {acct: 2, delta: 2, value: 2, col: DebitsPosted}}},
+		{id: 2, kind: KindComposite, n: 2, extra: ext([]cellEntry{{acct: 1, delta: 2, value: 2, col: CreditsPosted}, {acct: 2, delta: 2, value: 2, col: DebitsPosted}})},
 	}
 	val, _ := encodeBatch(nil, recs, walMaxBytes)
 	decodeAll := func(v []byte) error {
@@ -120,10 +123,11 @@ func benchRecords(n int) []txRecord {
 				{acct: uint64(i%1000 + 1), delta: int64(i), value: int64(2 * i), col: CreditsPosted}}}
 		switch {
 		case i%256 == 255:
-			r.kind, r.extra, r.n = KindComposite, []cellEntry{{acct: 1, delta: 3, value: 5, col: DebitsPosted},
-				{acct: 2, delta: 2, value: 9, col: CreditsPosted}, {acct: 3, delta: 1, value: 1, col: CreditsPosted}}, 3
+			r.kind = KindComposite
+			r.setEntries([]cellEntry{{acct: 1, delta: 3, value: 5, col: DebitsPosted},
+				{acct: 2, delta: 2, value: 9, col: CreditsPosted}, {acct: 3, delta: 1, value: 1, col: CreditsPosted}})
 		case i%64 == 63:
-			r.fail, r.userRef, r.dupOf, r.n = Duplicate, uint64(i), uint64(i/2), 0
+			r.fail, r.userRef, r.orig, r.n = Duplicate, uint64(i), uint64(i/2), 0
 		case i%8 == 7:
 			r.userRef = uint64(i)
 		}
@@ -170,3 +174,6 @@ func BenchmarkEncodeBatch(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(recs)), "ns/tx")
 }
+
+// ext wraps entries that do not fit a record's inline space.
+func ext(es []cellEntry) *recExtra { return &recExtra{entries: es} }

@@ -20,6 +20,22 @@ type DumpTx struct {
 	Entries []DumpEntry `json:"entries"` // empty for a failed transaction
 	// Account is a create_account's account, null for other kinds.
 	Account *DumpAccount `json:"account"`
+	// Transfer is a transfer's fields, null for other kinds and for a
+	// duplicate.
+	Transfer *DumpTransfer `json:"transfer"`
+}
+
+// DumpTransfer is the fields of a transfer: its ledger (the accounts',
+// unless it failed before they were found), code, user data, flags (their
+// snake_case names), the pending transfer a post or void names, and a
+// pending transfer's timeout in seconds.
+type DumpTransfer struct {
+	Ledger    uint32      `json:"ledger"`
+	Code      uint16      `json:"code"`
+	Flags     []string    `json:"flags"`
+	UserData  uint64      `json:"user_data"`
+	PendingID ledger.TxID `json:"pending_id"`
+	Timeout   uint32      `json:"timeout"`
 }
 
 // DumpEntry is one entry of a DumpTx: Column of Account changed by Delta
@@ -55,6 +71,10 @@ func Dump(dir string, from, to ledger.TxID, w io.Writer) error {
 		}
 		if a := t.Account; a != nil {
 			line.Account = &DumpAccount{ID: a.ID, Ledger: a.Ledger, Code: a.Code, Flags: a.Flags, UserData: a.UserData}
+		}
+		if x := t.Transfer; x != nil {
+			line.Transfer = &DumpTransfer{Ledger: x.Ledger, Code: x.Code, Flags: x.Flags, UserData: x.UserData,
+				PendingID: ledger.TxID(x.PendingID), Timeout: x.Timeout}
 		}
 		if err := enc.Encode(&line); err != nil {
 			return fmt.Errorf("inspect: dump: %w", err)

@@ -38,6 +38,8 @@ var failTable = []struct {
 	{ledger.Transfer{From: 1, To: 2, Amount: 1}, `{"type":"transfer","from":1,"to":2,"amount":1}`, ledger.ExceedsDebits},
 	{ledger.Transfer{From: 4, To: 1, Amount: math.MaxInt64}, `{"type":"transfer","from":4,"to":1,"amount":9223372036854775807}`, ledger.OverflowsCreditsPosted},
 	{ledger.Transfer{From: 4, To: 1, Amount: 5}, `{"type":"transfer","from":4,"to":1,"amount":5}`, ledger.OK},
+	{ledger.Transfer{From: 4, To: 1, Amount: 5, Ledger: 2, Code: 3}, `{"type":"transfer","from":4,"to":1,"amount":5,"ledger":2,"code":3}`, ledger.TransferMustHaveTheSameLedgerAsAccounts},
+	{ledger.Transfer{From: 4, To: 1, Amount: 5, Ledger: 1, Code: 3, UserData: 77}, `{"type":"transfer","from":4,"to":1,"amount":5,"ledger":1,"code":3,"user_data":77}`, ledger.OK},
 	{ledger.Composite{Legs: []ledger.Leg{{Account: 4, Delta: -1}, {Account: 1, Delta: 2}}}, `{"type":"composite","legs":[{"account":4,"delta":-1},{"account":1,"delta":2}]}`, ledger.ZeroSumViolation},
 	{ledger.Composite{Legs: []ledger.Leg{{Account: 1, Delta: -1}, {Account: 4, Delta: 1}, {Account: 1, Delta: -1}, {Account: 4, Delta: 1},
 		{Account: 1, Delta: -1}, {Account: 4, Delta: 1}, {Account: 1, Delta: -1}, {Account: 4, Delta: 1}, {Account: 1, Delta: -1}, {Account: 4, Delta: 1},

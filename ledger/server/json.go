@@ -18,6 +18,8 @@ import (
 //	{"type":"deposit","account":1,"amount":100,"user_ref":7}
 //	{"type":"withdrawal","account":1,"amount":5}
 //	{"type":"transfer","from":1,"to":2,"amount":5}
+//	{"type":"transfer","from":1,"to":2,"amount":5,"ledger":840,"code":1,"user_data":9,"flags":["pending"],"timeout":60}
+//	{"type":"transfer","flags":["post_pending_transfer"],"pending_id":12,"amount":3}
 //	{"type":"composite","legs":[{"account":1,"delta":-5},{"account":2,"delta":5}],"no_negative":true}
 //	{"type":"create_account","id":1,"ledger":1,"code":7,"flags":["debits_must_not_exceed_credits"],"user_data_0":5,"user_data_1":0}
 //
@@ -26,7 +28,10 @@ import (
 // each of its JSON type (null refused); user_ref and no_negative may be
 // left out, and so may create_account's code, flags and user data (flags
 // are the snake_case names of ledger.AccountFlags), and every op's "linked"
-// (true: linked to the next op of its batch, see ledger.MaxChain).
+// (true: linked to the next op of its batch, see ledger.MaxChain). A
+// transfer's fields after amount may be left out (0), its flags are the
+// names of ledger.TransferFlags, and a post or void may leave out from, to
+// and amount (the pending transfer's).
 
 // jsonFields lists each type's fields and whether they are required.
 var jsonFields = [...][]struct {
@@ -35,8 +40,9 @@ var jsonFields = [...][]struct {
 }{
 	ledger.KindDeposit:    {{"account", true}, {"amount", true}, {"user_ref", false}, {"linked", false}},
 	ledger.KindWithdrawal: {{"account", true}, {"amount", true}, {"user_ref", false}, {"linked", false}},
-	ledger.KindTransfer:   {{"from", true}, {"to", true}, {"amount", true}, {"user_ref", false}, {"linked", false}},
-	ledger.KindComposite:  {{"legs", true}, {"no_negative", false}, {"user_ref", false}, {"linked", false}},
+	ledger.KindTransfer: {{"from", true}, {"to", true}, {"amount", true}, {"user_ref", false}, {"ledger", false},
+		{"code", false}, {"user_data", false}, {"flags", false}, {"pending_id", false}, {"timeout", false}, {"linked", false}},
+	ledger.KindComposite: {{"legs", true}, {"no_negative", false}, {"user_ref", false}, {"linked", false}},
 	ledger.KindCreateAccount: {{"id", true}, {"ledger", true}, {"code", false}, {"flags", false},
 		{"user_data_0", false}, {"user_data_1", false}, {"user_ref", false}, {"linked", false}},
 }
@@ -176,10 +182,11 @@ func parseOp(dec *json.Decoder, idx int) (ledger.Op, error) {
 		return nil, wire.FieldError(idx, 0, "type", "missing")
 	}
 	fields := jsonFields[kind]
-	var u [8]uint64 // by position in fields
+	var u [11]uint64 // by position in fields
 	var legs []ledger.Leg
 	var noNeg, linked bool
 	var aflags ledger.AccountFlags
+	var tflags ledger.TransferFlags
 	seen := 0
 	for _, m := range ms {
 		if m.key == "type" {
@@ -203,7 +210,11 @@ func parseOp(dec *json.Decoder, idx int) (ledger.Op, error) {
 				return nil, err
 			}
 		case "flags":
-			aflags, p = parseAccountFlags(m.val)
+			if kind == ledger.KindTransfer {
+				tflags, p = parseTransferFlags(m.val)
+			} else {
+				aflags, p = parseAccountFlags(m.val)
+			}
 		case "no_negative", "linked":
 			v := &noNeg
 			if m.key == "linked" {
@@ -224,7 +235,8 @@ func parseOp(dec *json.Decoder, idx int) (ledger.Op, error) {
 		}
 	}
 	for i, f := range fields {
-		if f.required && seen&(1<<i) == 0 {
+		// A post or void may leave out from, to and amount.
+		if f.required && seen&(1<<i) == 0 && !(kind == ledger.KindTransfer && tflags&(ledger.PostPendingTransfer|ledger.VoidPendingTransfer) != 0) {
 			return nil, wire.FieldError(idx, kind, f.name, "missing")
 		}
 	}
@@ -242,7 +254,13 @@ func parseOp(dec *json.Decoder, idx int) (ledger.Op, error) {
 	case ledger.KindWithdrawal:
 		op = ledger.Withdrawal{Account: u[0], Amount: u[1], UserRef: u[2], Linked: linked}
 	case ledger.KindTransfer:
-		op = ledger.Transfer{From: u[0], To: u[1], Amount: u[2], UserRef: u[3], Linked: linked}
+		for i, max := range [...]uint64{4: math.MaxUint32, 5: math.MaxUint16, 9: math.MaxUint32} {
+			if max != 0 && u[i] > max {
+				return nil, wire.FieldError(idx, kind, fields[i].name, "%d out of range", u[i])
+			}
+		}
+		op = ledger.Transfer{From: u[0], To: u[1], Amount: u[2], UserRef: u[3], Ledger: uint32(u[4]), Code: uint16(u[5]),
+			UserData: u[6], Flags: tflags, PendingID: ledger.TxID(u[8]), Timeout: uint32(u[9]), Linked: linked}
 	default:
 		c := ledger.Composite{Legs: legs, UserRef: u[2], Linked: linked}
 		if noNeg {
@@ -253,8 +271,26 @@ func parseOp(dec *json.Decoder, idx int) (ledger.Op, error) {
 	return op, wire.CheckSystemAccount(idx, op)
 }
 
-// parseAccountFlags decodes an array of flag names.
+// parseAccountFlags decodes an array of account flag names.
 func parseAccountFlags(raw json.RawMessage) (ledger.AccountFlags, string) {
+	f, p := parseFlags(raw, func(s string) (uint16, bool) {
+		f, ok := ledger.AccountFlagByName(s)
+		return uint16(f), ok
+	})
+	return ledger.AccountFlags(f), p
+}
+
+// parseTransferFlags decodes an array of transfer flag names.
+func parseTransferFlags(raw json.RawMessage) (ledger.TransferFlags, string) {
+	f, p := parseFlags(raw, func(s string) (uint16, bool) {
+		f, ok := ledger.TransferFlagByName(s)
+		return uint16(f), ok
+	})
+	return ledger.TransferFlags(f), p
+}
+
+// parseFlags decodes an array of flag names, each once.
+func parseFlags(raw json.RawMessage, byName func(string) (uint16, bool)) (uint16, string) {
 	if raw[0] != '[' {
 		return 0, "want an array of flag names, got " + rawKind(raw)
 	}
@@ -262,13 +298,13 @@ func parseAccountFlags(raw json.RawMessage) (ledger.AccountFlags, string) {
 	if err := json.Unmarshal(raw, &names); err != nil {
 		return 0, err.Error()
 	}
-	var f ledger.AccountFlags
+	var f uint16
 	for _, n := range names {
 		var name string
 		if len(n) == 0 || n[0] != '"' || json.Unmarshal(n, &name) != nil {
 			return 0, "want a flag name, got " + rawKind(n)
 		}
-		b, ok := ledger.AccountFlagByName(name)
+		b, ok := byName(name)
 		if !ok {
 			return 0, fmt.Sprintf("unknown flag %q", name)
 		}
@@ -363,14 +399,25 @@ type jsonEntry struct {
 }
 
 type jsonResult struct {
-	ID        ledger.TxID  `json:"id"`
-	Kind      string       `json:"kind"`
-	Fail      string       `json:"fail"`
-	UserRef   uint64       `json:"user_ref,omitempty"`
-	DupOf     ledger.TxID  `json:"dup_of,omitempty"`
-	Timestamp int64        `json:"timestamp"`
-	Entries   []jsonEntry  `json:"entries"`
-	Account   *jsonAccount `json:"account,omitempty"` // create_account
+	ID        ledger.TxID   `json:"id"`
+	Kind      string        `json:"kind"`
+	Fail      string        `json:"fail"`
+	UserRef   uint64        `json:"user_ref,omitempty"`
+	DupOf     ledger.TxID   `json:"dup_of,omitempty"`
+	Timestamp int64         `json:"timestamp"`
+	Entries   []jsonEntry   `json:"entries"`
+	Account   *jsonAccount  `json:"account,omitempty"`  // create_account
+	Transfer  *jsonTransfer `json:"transfer,omitempty"` // transfer, not a duplicate
+}
+
+// jsonTransfer is a transfer's fields in a result.
+type jsonTransfer struct {
+	Ledger    uint32      `json:"ledger"`
+	Code      uint16      `json:"code"`
+	Flags     []string    `json:"flags"`
+	UserData  uint64      `json:"user_data"`
+	PendingID ledger.TxID `json:"pending_id,omitempty"`
+	Timeout   uint32      `json:"timeout,omitempty"`
 }
 
 // jsonAccount is an account; the columns and balance only from a lookup.
@@ -404,6 +451,10 @@ func toJSONResult(r *ledger.Result) *jsonResult {
 	}
 	if r.Account != nil {
 		j.Account = toJSONAccount(r.Account, false)
+	}
+	if r.Kind == ledger.KindTransfer && r.Fail != ledger.Duplicate {
+		j.Transfer = &jsonTransfer{Ledger: r.Ledger, Code: r.Code, Flags: r.Flags.Names(), UserData: r.UserData,
+			PendingID: r.PendingID, Timeout: r.Timeout}
 	}
 	return j
 }

@@ -58,7 +58,9 @@ func jsonOps(ops []ledger.Op, single bool) []byte {
 		case ledger.Withdrawal:
 			out[i] = map[string]any{"type": "withdrawal", "account": o.Account, "amount": o.Amount, "user_ref": o.UserRef}
 		case ledger.Transfer:
-			out[i] = map[string]any{"type": "transfer", "from": o.From, "to": o.To, "amount": o.Amount, "user_ref": o.UserRef}
+			out[i] = map[string]any{"type": "transfer", "from": o.From, "to": o.To, "amount": o.Amount, "user_ref": o.UserRef,
+				"ledger": o.Ledger, "code": o.Code, "user_data": o.UserData, "flags": o.Flags.Names(), "pending_id": o.PendingID,
+				"timeout": o.Timeout, "linked": o.Linked}
 		case ledger.Composite:
 			legs := make([]map[string]any, len(o.Legs))
 			for j, l := range o.Legs {

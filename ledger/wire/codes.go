@@ -42,6 +42,11 @@ const (
 	CodeLedgerZero      Code = 31
 	CodeAccountFlags    Code = 32
 	CodeAccountNotFound Code = 33
+	// Transfer fields: input codes of a Transfer's flags, pending_id and
+	// timeout.
+	CodeTransferFlags Code = 34
+	CodePendingID     Code = 35
+	CodeTimeout       Code = 36
 )
 
 // Sentinels for the protocol codes, matched with errors.Is on an *Error.
@@ -80,6 +85,9 @@ var codeErrs = map[Code]error{
 	CodeLedgerZero:      ledger.ErrLedgerZero,
 	CodeAccountFlags:    ledger.ErrAccountFlags,
 	CodeAccountNotFound: ledger.ErrAccountNotFound,
+	CodeTransferFlags:   ledger.ErrTransferFlags,
+	CodePendingID:       ledger.ErrPendingID,
+	CodeTimeout:         ledger.ErrTimeout,
 }
 
 // order matters: ErrFailed wraps storage errors, so it is tested before the
@@ -100,6 +108,7 @@ var errCodes = []struct {
 	{ledger.ErrTooManyLegs, CodeTooManyLegs}, {ledger.ErrFlags, CodeFlags},
 	{ledger.ErrBatchSize, CodeBatchSize}, {ledger.ErrLevel, CodeLevel},
 	{ledger.ErrNotFound, CodeNotFound},
+	{ledger.ErrTransferFlags, CodeTransferFlags}, {ledger.ErrPendingID, CodePendingID}, {ledger.ErrTimeout, CodeTimeout},
 }
 
 var codeNames = map[Code]string{
@@ -110,6 +119,7 @@ var codeNames = map[Code]string{
 	CodeLedgerZero: "ledger_zero", CodeAccountFlags: "account_flags", CodeAccountNotFound: "account_not_found",
 	CodeSameAccount: "same_account", CodeNoLegs: "no_legs", CodeTooManyLegs: "too_many_legs",
 	CodeFlags: "flags", CodeBatchSize: "batch_size", CodeLevel: "level", CodeNotFound: "not_found",
+	CodeTransferFlags: "transfer_flags", CodePendingID: "pending_id", CodeTimeout: "timeout",
 }
 
 // String returns the code's snake_case name (as metric labels spell it),
@@ -123,7 +133,8 @@ func (c Code) String() string {
 
 // IsInput reports whether c is one of the codes of a ledger.InputError.
 func (c Code) IsInput() bool {
-	return c >= CodeNilOp && c <= CodeBatchSize || c >= CodeAccountID && c <= CodeAccountFlags
+	return c >= CodeNilOp && c <= CodeBatchSize || c >= CodeAccountID && c <= CodeAccountFlags ||
+		c >= CodeTransferFlags && c <= CodeTimeout
 }
 
 // Error is a TypeError body: a failure the server reports for one request.

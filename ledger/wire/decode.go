@@ -419,8 +419,15 @@ func (d *Decoder) op(idx int) (ledger.Op, error) {
 		return nil, FieldError(idx, 0, "kind", "unknown kind %d", k)
 	}
 	fields := msgpackFields[kind]
+	if kind == ledger.KindTransfer && n-1 >= len(transferLongFields) {
+		fields = transferLongFields
+	}
 	hasLinked := n-1 == len(fields)+1 // the optional last element
 	if n-1 != len(fields) && !hasLinked {
+		if kind == ledger.KindTransfer {
+			return nil, FieldError(idx, kind, "kind", "%d fields, want %d: %v, or %d: %v (and linked, optionally)",
+				n-1, len(fields), msgpackFields[kind], len(transferLongFields), transferLongFields)
+		}
 		return nil, FieldError(idx, kind, "kind", "%d fields, want %d: %v (and linked, optionally)", n-1, len(fields), fields)
 	}
 	linked := func() (bool, error) {
@@ -437,7 +444,7 @@ func (d *Decoder) op(idx int) (ledger.Op, error) {
 		v, _ := d.dec.DecodeBool()
 		return v, nil
 	}
-	var v [7]uint64
+	var v [10]uint64
 	if kind == ledger.KindComposite {
 		for i := range 2 { // flags, user_ref; legs follow
 			if v[i], p = d.uintOf(); p != "" {
@@ -492,7 +499,13 @@ func (d *Decoder) op(idx int) (ledger.Op, error) {
 		d.wds = append(d.wds, o)
 		return &d.wds[len(d.wds)-1], nil
 	default: // transfer
-		o := ledger.Transfer{From: v[0], To: v[1], Amount: v[2], UserRef: v[3], Linked: lk}
+		for i, max := range [...]uint64{4: math.MaxUint32, 5: math.MaxUint16, 7: math.MaxUint16, 9: math.MaxUint32} {
+			if max != 0 && v[i] > max {
+				return nil, FieldError(idx, kind, fields[i], "%d out of range", v[i])
+			}
+		}
+		o := ledger.Transfer{From: v[0], To: v[1], Amount: v[2], UserRef: v[3], Ledger: uint32(v[4]), Code: uint16(v[5]),
+			UserData: v[6], Flags: ledger.TransferFlags(v[7]), PendingID: ledger.TxID(v[8]), Timeout: uint32(v[9]), Linked: lk}
 		if err := checkTransfer(idx, &o); err != nil {
 			return nil, err
 		}
@@ -512,6 +525,11 @@ var msgpackFields = [...][]string{
 	ledger.KindComposite:     {"flags", "user_ref", "legs"},
 	ledger.KindCreateAccount: {"id", "ledger", "code", "flags", "user_data_0", "user_data_1", "user_ref"},
 }
+
+// transferLongFields are a transfer's fields in the long form, which a
+// transfer with any of the fields after user_ref takes (see
+// Encoder.transfer).
+var transferLongFields = []string{"from", "to", "amount", "user_ref", "ledger", "code", "user_data", "flags", "pending_id", "timeout"}
 
 // legs decodes a composite's [[account, delta]...]. They are freshly
 // allocated: the ledger keeps them.
@@ -683,29 +701,66 @@ func (d *Decoder) result(extra int) (ledger.Result, error) {
 		return r, nil
 	}
 	extra--
-	if c, _ := d.dec.PeekCode(); c == msgpcode.Nil {
-		_ = d.dec.Skip()
-		return r, d.finishOp(extra)
-	}
-	m, err := d.arrayLen()
-	if err != nil {
+	if err := d.resultAccount(&r); err != nil {
 		return r, err
 	}
-	if m < 6 {
-		return r, malformed("account has %d fields, want 6", m)
+	if extra == 0 {
+		return r, nil
 	}
-	var v [6]uint64
-	if err := d.uints(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5]); err != nil {
-		return r, err
-	}
-	if v[1] > math.MaxUint32 || v[2] > math.MaxUint16 || v[3] > math.MaxUint16 {
-		return r, malformed("account ledger %d code %d flags %d", v[1], v[2], v[3])
-	}
-	r.Account = &ledger.Account{ID: v[0], Ledger: uint32(v[1]), Code: uint16(v[2]), Flags: ledger.AccountFlags(v[3]), UserData: [2]uint64{v[4], v[5]}}
-	if err := d.finishOp(m - 6); err != nil {
+	extra--
+	if err := d.resultTransfer(&r); err != nil {
 		return r, err
 	}
 	return r, d.finishOp(extra)
+}
+
+// resultAccount decodes a result's account element: nil, or a
+// create_account's account.
+func (d *Decoder) resultAccount(r *ledger.Result) error {
+	if c, _ := d.dec.PeekCode(); c == msgpcode.Nil {
+		return d.dec.Skip()
+	}
+	m, err := d.arrayLen()
+	if err != nil {
+		return err
+	}
+	if m < 6 {
+		return malformed("account has %d fields, want 6", m)
+	}
+	var v [6]uint64
+	if err := d.uints(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5]); err != nil {
+		return err
+	}
+	if v[1] > math.MaxUint32 || v[2] > math.MaxUint16 || v[3] > math.MaxUint16 {
+		return malformed("account ledger %d code %d flags %d", v[1], v[2], v[3])
+	}
+	r.Account = &ledger.Account{ID: v[0], Ledger: uint32(v[1]), Code: uint16(v[2]), Flags: ledger.AccountFlags(v[3]), UserData: [2]uint64{v[4], v[5]}}
+	return d.finishOp(m - 6)
+}
+
+// resultTransfer decodes a result's transfer element: nil, or a transfer's
+// fields.
+func (d *Decoder) resultTransfer(r *ledger.Result) error {
+	if c, _ := d.dec.PeekCode(); c == msgpcode.Nil {
+		return d.dec.Skip()
+	}
+	m, err := d.arrayLen()
+	if err != nil {
+		return err
+	}
+	if m < 6 {
+		return malformed("transfer has %d fields, want 6", m)
+	}
+	var v [6]uint64
+	if err := d.uints(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5]); err != nil {
+		return err
+	}
+	if v[0] > math.MaxUint32 || v[1] > math.MaxUint16 || v[2] > math.MaxUint16 || v[5] > math.MaxUint32 {
+		return malformed("transfer ledger %d code %d flags %d timeout %d", v[0], v[1], v[2], v[5])
+	}
+	r.Ledger, r.Code, r.Flags, r.UserData, r.PendingID, r.Timeout =
+		uint32(v[0]), uint16(v[1]), ledger.TransferFlags(v[2]), v[3], ledger.TxID(v[4]), uint32(v[5])
+	return d.finishOp(m - 6)
 }
 
 // AccountIs decodes a TypeAccountIs body.

@@ -239,13 +239,30 @@ func (e *Encoder) single(k ledger.Kind, account, amount, ref uint64, linked bool
 	e.linked(linked)
 }
 
+// transfer encodes the short form [kind, from, to, amount, user_ref] when
+// the transfer has none of the later fields (what a server before them
+// reads), else the long form that adds ledger, code, user_data, flags,
+// pending_id and timeout.
 func (e *Encoder) transfer(o *ledger.Transfer) {
-	e.opLen(5, o.Linked)
+	long := o.Ledger != 0 || o.Code != 0 || o.UserData != 0 || o.Flags != 0 || o.PendingID != 0 || o.Timeout != 0
+	n := 5
+	if long {
+		n = 11
+	}
+	e.opLen(n, o.Linked)
 	e.u(uint64(ledger.KindTransfer))
 	e.u(o.From)
 	e.u(o.To)
 	e.u(o.Amount)
 	e.u(o.UserRef)
+	if long {
+		e.u(uint64(o.Ledger))
+		e.u(uint64(o.Code))
+		e.u(o.UserData)
+		e.u(uint64(o.Flags))
+		e.u(uint64(o.PendingID))
+		e.u(uint64(o.Timeout))
+	}
 	e.linked(o.Linked)
 }
 
@@ -283,22 +300,26 @@ func (e *Encoder) SubmittedResults(id uint64, first, last ledger.TxID, res []led
 	e.u(uint64(last))
 	_ = e.enc.EncodeArrayLen(len(res))
 	for i := range res {
-		_ = e.enc.EncodeArrayLen(8)
+		_ = e.enc.EncodeArrayLen(resultFields)
 		e.result(&res[i])
 	}
 	return e.end()
 }
 
+// resultFields is the length of a result array.
+const resultFields = 9
+
 // ResultIs appends a TypeResultIs response:
-// [id, kind, fail, user_ref, dup_of, timestamp, [[account, column, delta, value]...], account],
-// where account is a create_account's [id, ledger, code, flags, user_data_0, user_data_1], else nil.
+// [id, kind, fail, user_ref, dup_of, timestamp, [[account, column, delta, value]...], account, transfer],
+// where account is a create_account's [id, ledger, code, flags, user_data_0, user_data_1], else nil,
+// and transfer a transfer's [ledger, code, flags, user_data, pending_id, timeout], else nil.
 func (e *Encoder) ResultIs(id uint64, r *ledger.Result) int {
-	e.begin(TypeResultIs, id, 8)
+	e.begin(TypeResultIs, id, resultFields)
 	e.result(r)
 	return e.end()
 }
 
-// result appends the 8 fields of a result (the array header is the caller's).
+// result appends the fields of a result (the array header is the caller's).
 func (e *Encoder) result(r *ledger.Result) {
 	e.u(uint64(r.ID))
 	e.u(uint64(r.Kind))
@@ -322,6 +343,17 @@ func (e *Encoder) result(r *ledger.Result) {
 		e.u(uint64(a.Flags))
 		e.u(a.UserData[0])
 		e.u(a.UserData[1])
+	} else {
+		_ = e.enc.EncodeNil()
+	}
+	if r.Kind == ledger.KindTransfer && r.Fail != ledger.Duplicate {
+		_ = e.enc.EncodeArrayLen(6)
+		e.u(uint64(r.Ledger))
+		e.u(uint64(r.Code))
+		e.u(uint64(r.Flags))
+		e.u(r.UserData)
+		e.u(uint64(r.PendingID))
+		e.u(uint64(r.Timeout))
 	} else {
 		_ = e.enc.EncodeNil()
 	}

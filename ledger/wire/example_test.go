@@ -41,6 +41,6 @@ func Example() {
 	// Output:
 	// frame: 00 00 00 11 03 00 00 00 00 00 00 00 07 92 03 95 03 01 02 1e 00
 	// type: submit_wait id: 7 level: committed
-	// op: {From:1 To:2 Amount:30 UserRef:0 Linked:false}
+	// op: {From:1 To:2 Amount:30 UserRef:0 Ledger:0 Code:0 Flags:0 UserData:0 PendingID:0 Timeout:0 Linked:false}
 	// true wire: malformed message: body has 1 fields, want 2
 }

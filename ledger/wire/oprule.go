@@ -19,7 +19,8 @@ import (
 //     outside the field's range are refused, never cast or defaulted.
 //  3. The system account (ledger.SystemAccount) is reachable only through
 //     deposit and withdrawal: a transfer or composite leg naming it is
-//     refused.
+//     refused (a post or void's from and to 0 mean "the pending
+//     transfer's").
 //
 // A refusal wraps ErrMalformed (wire code 1) and names the field: "op.to"
 // for the op of a submit_wait or a single HTTP op, "ops[3].legs[1].delta"
@@ -78,6 +79,9 @@ func CheckSystemAccount(idx int, op ledger.Op) error {
 
 func checkTransfer(idx int, o *ledger.Transfer) error {
 	const msg = "the system account is reachable only through deposit and withdrawal"
+	if o.Flags&(ledger.PostPendingTransfer|ledger.VoidPendingTransfer) != 0 {
+		return nil // from and to 0 take the pending transfer's accounts
+	}
 	switch ledger.SystemAccount {
 	case o.From:
 		return FieldError(idx, ledger.KindTransfer, "from", msg)

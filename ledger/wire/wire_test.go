@@ -48,6 +48,8 @@ func TestRequestRoundTrip(t *testing.T) {
 		ledger.Transfer{From: 1, To: 2, Amount: 5, UserRef: 1<<64 - 1, Linked: true},
 		ledger.Composite{Legs: []ledger.Leg{{Account: 1, Delta: -3}, {Account: 2, Delta: 3}}, Flags: ledger.NoNegative, UserRef: 9, Linked: true},
 		ledger.CreateAccount{ID: 1 << 63, Ledger: 1<<32 - 1, Code: 7, Flags: ledger.CreditsMustNotExceedDebits | ledger.History, UserData: [2]uint64{1, 1<<64 - 1}, UserRef: 4},
+		ledger.Transfer{From: 1, To: 2, Amount: 5, Ledger: 1<<32 - 1, Code: 1<<16 - 1, UserData: 1<<64 - 1, Flags: ledger.Pending | ledger.ClosingDebit, Timeout: 1<<32 - 1},
+		ledger.Transfer{Flags: ledger.VoidPendingTransfer, PendingID: 1 << 40, Linked: true},
 	}
 	e := NewEncoder()
 	e.Ping(1)
@@ -68,7 +70,9 @@ func TestRequestRoundTrip(t *testing.T) {
 		{},
 		{Level: ledger.Committed, Ops: []ledger.Op{
 			&ledger.Deposit{Account: 1, Amount: 100, UserRef: 7}, &ledger.Withdrawal{Account: 2, Amount: 1 << 40},
-			&ledger.Transfer{From: 1, To: 2, Amount: 5, UserRef: 1<<64 - 1, Linked: true}, ops[3], ops[4]}},
+			&ledger.Transfer{From: 1, To: 2, Amount: 5, UserRef: 1<<64 - 1, Linked: true}, ops[3], ops[4],
+			&ledger.Transfer{From: 1, To: 2, Amount: 5, Ledger: 1<<32 - 1, Code: 1<<16 - 1, UserData: 1<<64 - 1, Flags: ledger.Pending | ledger.ClosingDebit, Timeout: 1<<32 - 1},
+			&ledger.Transfer{Flags: ledger.VoidPendingTransfer, PendingID: 1 << 40, Linked: true}}},
 		{Level: ledger.Snapshot, Op: ops[2]},
 		{Tx: 99, Level: ledger.Computed},
 		{Account: 42},
@@ -89,6 +93,7 @@ func TestRequestRoundTrip(t *testing.T) {
 
 func TestResponseRoundTrip(t *testing.T) {
 	res := ledger.Result{ID: 5, Kind: ledger.KindTransfer, Fail: ledger.OK, UserRef: 3, Timestamp: -1,
+		Ledger: 1<<32 - 1, Code: 9, Flags: ledger.PostPendingTransfer, UserData: 1<<64 - 1, PendingID: 4, Timeout: 0,
 		Entries: []ledger.Entry{{Account: 1, Column: ledger.DebitsPosted, Delta: 5, Value: 10}, {Account: 2, Column: ledger.CreditsPending, Delta: -5, Value: 1 << 62}}}
 	created := ledger.Result{ID: 6, Kind: ledger.KindCreateAccount, Fail: ledger.ExistsWithDifferentCode,
 		Account: &ledger.Account{ID: 9, Ledger: 3, Code: 4, Flags: ledger.Closed, UserData: [2]uint64{5, 6}}}
@@ -282,6 +287,12 @@ func TestMalformedOps(t *testing.T) {
 		{"nil to", vals(tr, uint64(1), nil, uint64(5), uint64(0)), "to"},
 		{"transfer to the system account", vals(tr, uint64(1), uint64(0), uint64(5), uint64(0)), "to"},
 		{"transfer from the system account", vals(tr, uint64(0), uint64(1), uint64(5), uint64(0)), "from"},
+		{"transfer with 7 fields", vals(tr, uint64(1), uint64(2), uint64(5), uint64(0), uint64(1), uint64(1), uint64(1)), "kind"},
+		{"transfer ledger above u32", vals(tr, uint64(1), uint64(2), uint64(5), uint64(0), uint64(1<<32), uint64(0), uint64(0), uint64(0), uint64(0), uint64(0)), "ledger"},
+		{"transfer code above u16", vals(tr, uint64(1), uint64(2), uint64(5), uint64(0), uint64(1), uint64(1<<16), uint64(0), uint64(0), uint64(0), uint64(0)), "code"},
+		{"transfer flags nil", vals(tr, uint64(1), uint64(2), uint64(5), uint64(0), uint64(1), uint64(0), uint64(0), nil, uint64(0), uint64(0)), "flags"},
+		{"transfer timeout above u32", vals(tr, uint64(1), uint64(2), uint64(5), uint64(0), uint64(1), uint64(0), uint64(0), uint64(1), uint64(0), uint64(1<<32)), "timeout"},
+		{"long transfer linked not a boolean", vals(tr, uint64(1), uint64(2), uint64(5), uint64(0), uint64(1), uint64(0), uint64(0), uint64(0), uint64(0), uint64(0), uint64(1)), "linked"},
 		{"composite flags nil", vals(cp, nil, uint64(0), []any{leg(uint64(1), int64(-1)), leg(uint64(2), int64(1))}), "flags"},
 		{"composite flags above a byte", vals(cp, uint64(256), uint64(0), []any{leg(uint64(1), int64(-1)), leg(uint64(2), int64(1))}), "flags"},
 		{"composite legs nil", vals(cp, uint64(0), uint64(0), nil), "legs"},

@@ -65,14 +65,25 @@ type Snapshot struct {
 
 // Tx is one transaction of the WAL, as Dump reads it.
 type Tx struct {
-	ID      uint64
-	Kind    string // ledger.Kind's String
-	Fail    string // ledger.FailReason's String
-	UserRef uint64
-	DupOf   uint64
-	TsNs    int64
-	Entries []Entry
-	Account *Account // create_account only
+	ID       uint64
+	Kind     string // ledger.Kind's String
+	Fail     string // ledger.FailReason's String
+	UserRef  uint64
+	DupOf    uint64
+	TsNs     int64
+	Entries  []Entry
+	Account  *Account  // create_account only
+	Transfer *Transfer // a transfer's fields; nil for other kinds and duplicates
+}
+
+// Transfer is a transfer's fields.
+type Transfer struct {
+	Ledger    uint32
+	Code      uint16
+	Flags     []string // ledger.TransferFlags' names
+	UserData  uint64
+	PendingID uint64
+	Timeout   uint32
 }
 
 // Entry is one entry of a Tx.
