@@ -189,7 +189,7 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 	}
 	// The account records of the creations replayed after the snapshot
 	// (the Snapshotter of this run will not apply them).
-	if err := writeAccountRecords(db, rs.accts, rs.snapAccounts); err != nil {
+	if err := writeAccountRecords(db, rs.accts, rs.snapAccounts, true); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger: write account records: %w", err)
 	}

@@ -211,7 +211,7 @@ func (l *Ledger) Apply(batch []byte) error {
 	l.rep.hash.Store(chainBatch(l.rep.hash.Load(), batch))
 	// The account records of the batch's creations, as the Snapshotter
 	// writes them on a leader.
-	if err := writeAccountRecords(l.db, rs.accts, accounts); err != nil {
+	if err := writeAccountRecords(l.db, rs.accts, accounts, false); err != nil {
 		l.fail(err)
 		return l.storageErr()
 	}

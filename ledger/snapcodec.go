@@ -104,22 +104,35 @@ func decodeRefsChunk(val []byte) ([]refEntry, error) {
 	return refs, nil
 }
 
-// An account record ("A" + slot) is the account's immutable part, the
-// WAL's 32-byte create_account layout, sealed. The Snapshotter writes it
-// once, when it applies the creation (unsynced: the next snapshot's synced
-// manifest, later in pebble's log, makes it durable), so snapshots carry no
-// account metadata; Open writes those of the creations it replays.
-func encodeAccountRecord(m acctMeta) []byte {
-	return sealRecord(appendAccount(make([]byte, 0, accountLen), m))
+// An account record ("A" + first slot) holds the immutable part of the
+// accounts of consecutive slots from its first, each in the WAL's 32-byte
+// create_account layout, sealed. The Snapshotter writes one for each batch
+// that created accounts, when it applies the batch (unsynced: the next
+// snapshot's synced manifest, later in pebble's log, makes it durable), so
+// snapshots carry no account metadata; Open writes those of the creations
+// it replays. One record per batch rather than per account: pebble's cost
+// (memtable, flush, compactions) is per key. Directories written before
+// held one account per record, which reads the same way.
+func encodeAccountRecord(ms ...acctMeta) []byte {
+	b := make([]byte, 0, accountLen*len(ms))
+	for _, m := range ms {
+		b = appendAccount(b, m)
+	}
+	return sealRecord(b)
 }
 
-func decodeAccountRecord(val []byte) (acctMeta, error) {
+// decodeAccountRecord returns the accounts of an account record.
+func decodeAccountRecord(val []byte) ([]acctMeta, error) {
 	b, err := openRecord(val)
 	if err != nil {
-		return acctMeta{}, err
+		return nil, err
 	}
-	if len(b) != accountLen {
-		return acctMeta{}, fmt.Errorf("account record of %d bytes", len(b))
+	if len(b) == 0 || len(b)%accountLen != 0 {
+		return nil, fmt.Errorf("account record of %d bytes", len(b))
 	}
-	return decodeAccount(b), nil
+	ms := make([]acctMeta, len(b)/accountLen)
+	for i := range ms {
+		ms[i] = decodeAccount(b[i*accountLen:])
+	}
+	return ms, nil
 }

@@ -360,8 +360,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		run = &refRun{}
 	}
 	accounts := l.visible.Load()
-	acctBatch := l.db.NewBatch() // the account records of a batch's creations
-	defer acctBatch.Close()
+	var created []byte // the accounts a batch created (appendAccount)
 	for {
 		recs := l.toSnap.PeekN(snapshotterRun)
 		if len(recs) == 0 {
@@ -396,8 +395,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 				l.readable[e.cell].Store(e.value)
 			}
 			if r.kind == KindCreateAccount && r.fail == OK {
-				acctBatch.Set(idKey(prefixAccount, accounts), encodeAccountRecord(r.account()), nil)
-				accounts++
+				created = appendAccount(created, r.account())
 			}
 			if r.userRef != 0 && r.fail != Duplicate {
 				refs.trim(r.id, nil)
@@ -407,10 +405,12 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 				}
 			}
 		}
-		// Before any snapshot that covers these transactions.
-		if !acctBatch.Empty() {
-			err := acctBatch.Commit(pebble.NoSync)
-			acctBatch.Reset()
+		// Before any snapshot that covers these transactions: the batch's
+		// creations as one record (see encodeAccountRecord).
+		if len(created) > 0 {
+			err := l.db.Set(idKey(prefixAccount, accounts), sealRecord(created), pebble.NoSync)
+			accounts += uint64(len(created) / accountLen)
+			created = created[:0]
 			if err != nil {
 				l.fail(err)
 				return

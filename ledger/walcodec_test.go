@@ -104,7 +104,15 @@ func TestSnapshotChunksRoundTrip(t *testing.T) {
 	m := acctMeta{id: 7, ledger: 1, code: 2, flags: History, userData: [2]uint64{3, 4}}
 	gm, err := decodeAccountRecord(encodeAccountRecord(m))
 	require.NoError(t, err)
-	require.Equal(t, m, gm)
+	require.Equal(t, []acctMeta{m}, gm)
+	m2 := acctMeta{id: 1 << 40, ledger: 3, flags: DebitsMustNotExceedCredits}
+	gm, err = decodeAccountRecord(encodeAccountRecord(m, m2))
+	require.NoError(t, err)
+	require.Equal(t, []acctMeta{m, m2}, gm)
+	_, err = decodeAccountRecord(sealRecord(nil))
+	require.Error(t, err, "no account")
+	_, err = decodeAccountRecord(sealRecord(make([]byte, accountLen+1)))
+	require.Error(t, err, "a partial account")
 	refs := []refEntry{{1, 5}, {9, 7}}
 	r, err := decodeRefsChunk(encodeRefsChunk(refs))
 	require.NoError(t, err)
