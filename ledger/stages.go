@@ -275,6 +275,9 @@ func (l *Ledger) addOutcomes(c *outcomeCounts) {
 // deliver hands the SubmitAndWait callers and SubmitFunc callbacks waiting
 // for level their results.
 func (l *Ledger) deliver(recs []txRecord, level Level) {
+	if l.fns.n.Load() == 0 { // none of recs has a waiter (see fnList.n)
+		return
+	}
 	for i := range recs {
 		if r := &recs[i]; r.wlevel == level {
 			l.deliverOne(r.w, r)
