@@ -89,9 +89,14 @@ var errChecksum = errors.New("checksum mismatch")
 
 // sealRecord returns crc32c(body) ++ body.
 func sealRecord(body []byte) []byte {
-	out := make([]byte, 4, 4+len(body))
-	binary.LittleEndian.PutUint32(out, crc32.Checksum(body, castagnoli))
-	return append(out, body...)
+	return sealInPlace(append(make([]byte, 4, 4+len(body)), body...))
+}
+
+// sealInPlace is sealRecord for a record built after 4 reserved bytes: it
+// fills them with the CRC32C of the rest, without a copy.
+func sealInPlace(rec []byte) []byte {
+	binary.LittleEndian.PutUint32(rec, crc32.Checksum(rec[4:], castagnoli))
+	return rec
 }
 
 // openRecord verifies and strips the checksum added by sealRecord.
