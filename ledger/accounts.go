@@ -214,6 +214,27 @@ func (t *accountTable) insert(m acctMeta) uint64 {
 	return s
 }
 
+// setClosed sets or clears the Closed bit of slot s's index entry (a
+// closing transfer closes an account, its void opens it again). Only the
+// Transactor (or recovery) calls it; the metadata keeps the flags the
+// account was created with.
+func (t *accountTable) setClosed(s uint64, on bool) {
+	id := t.meta[s].id
+	for i := t.home(id); ; i = (i + 1) & t.mask {
+		switch t.index[i].id.Load() {
+		case 0:
+			return // not inserted (cannot happen: s < n)
+		case id:
+			info := t.index[i].info.Load() &^ (uint64(Closed) << 28)
+			if on {
+				info |= uint64(Closed) << 28
+			}
+			t.index[i].info.Store(info)
+			return
+		}
+	}
+}
+
 // cellsPerAccount is the number of cells per account slot.
 const cellsPerAccount = uint64(numColumns)
 

@@ -30,7 +30,7 @@ func dumpDir(fs vfs.FS, dir string, from, to uint64, fn func(*offline.Tx) error)
 			return errDumpDone
 		}
 		line = offline.Tx{ID: t.id, Kind: t.kind.String(), Fail: strings.ReplaceAll(t.fail.String(), " ", "_"),
-			UserRef: t.userRef, DupOf: t.dupOf, TsNs: t.ts, Entries: line.Entries[:0]}
+			UserRef: t.userRef, DupOf: t.dupOf, TsNs: t.ts, Entries: line.Entries[:0], Expired: line.Expired[:0]}
 		if t.kind == KindCreateAccount {
 			a := t.acct
 			line.Account = &offline.Account{ID: a.id, Ledger: a.ledger, Code: a.code, Flags: uint16(a.flags), UserData: a.userData}
@@ -39,6 +39,9 @@ func dumpDir(fs vfs.FS, dir string, from, to uint64, fn func(*offline.Tx) error)
 			x := &t.xfer
 			line.Transfer = &offline.Transfer{Ledger: x.ledger, Code: x.code, Flags: x.flags.Names(), UserData: x.userData,
 				PendingID: x.pendingID, Timeout: x.timeout}
+		}
+		for i := 0; i < t.nexp/2; i++ {
+			line.Expired = append(line.Expired, t.expired(i))
 		}
 		for i := 0; i < t.n; i++ {
 			e := t.entry(i)

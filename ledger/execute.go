@@ -15,9 +15,17 @@ type executor struct {
 	work  []int64 // 4 cells per account slot, as the readable cells
 	accts *accountTable
 	// tent holds the accounts a linked chain being executed created,
-	// slots accts.n on: they enter accts only if the chain applies.
+	// slots accts.n on: they enter accts only if the chain applies;
+	// tentClosed, those of them a closing transfer of the chain closed.
 	tent       []acctMeta
+	tentClosed []bool
 	inChain    bool
+	chainHead  bool // executing a chain's first member
+	// book is the pending book (pending.go); undo, the changes to it of
+	// the chain being executed.
+	book       *pendingBook
+	undo       []bookUndo
+	ts         int64 // the run's timestamp (beginRun)
 	dedup      *dedup
 	maxEntries int
 	sink       int64 // keeps touch's loads
@@ -94,6 +102,9 @@ func (x *executor) peek(a uint64) int64 { return x.work[cellsPerAccount*x.accts.
 // OverflowsCreditsPosted, ExceedsCredits, ExceedsDebits.
 func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 	*rec = txRecord{id: id, userRef: r.userRef, ts: ts, kind: r.kind, w: r.w, wlevel: r.wlevel}
+	if x.expiryDue(ts) && (!x.inChain || x.chainHead) {
+		x.expire(id, ts, rec)
+	}
 	if r.chainOpen {
 		rec.fail = LinkedEventChainOpen
 		rec.setRequest(r)
@@ -121,7 +132,11 @@ func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 		rec.fail = x.transfer(r.a, SystemAccount, r.amount, rec)
 	case KindTransfer:
 		rec.setTransfer(r)
-		rec.fail = x.transfer(r.a, r.b, r.amount, rec)
+		if r.tflags() != 0 {
+			rec.fail = x.flagged(r, id, ts, rec)
+		} else {
+			rec.fail = x.transfer(r.a, r.b, r.amount, rec)
+		}
 	case KindComposite:
 		rec.fail = x.composite(r, rec)
 	}
@@ -170,9 +185,10 @@ func (x *executor) meta(s uint64) *acctMeta {
 // member after it fails with LinkedEventFailed without being evaluated.
 func (x *executor) executeChain(reqs []request, first uint64, ts int64, recs []txRecord) {
 	x.inChain = true
-	defer func() { x.inChain, x.tent = false, x.tent[:0] }()
+	defer func() { x.inChain, x.tent, x.tentClosed, x.undo = false, x.tent[:0], x.tentClosed[:0], x.undo[:0] }()
 	failed := -1
 	for i := range reqs {
+		x.chainHead = i == 0 // the expiry scan runs before the chain, never inside it
 		x.execute(&reqs[i], first+uint64(i), ts, &recs[i])
 		if recs[i].fail != OK {
 			failed = i
@@ -180,22 +196,34 @@ func (x *executor) executeChain(reqs []request, first uint64, ts int64, recs []t
 		}
 	}
 	if failed < 0 {
-		for _, m := range x.tent {
-			x.accts.insert(m)
+		for i, m := range x.tent {
+			s := x.accts.insert(m)
+			if i < len(x.tentClosed) && x.tentClosed[i] {
+				x.accts.setClosed(s, true)
+			}
 		}
 		return
 	}
+	// Undo in reverse: the members' entries (each restores the value its
+	// cell had before it; the first member's expiry releases came before
+	// all of them and stay), then their book changes.
 	for j := failed - 1; j >= 0; j-- {
 		r := &recs[j]
 		es := r.entries()
 		for e := len(es) - 1; e >= 0; e-- {
 			x.setCell(uint64(es[e].cell), uint64(es[e].value-es[e].delta))
 		}
-		r.fail, r.n, r.extra = LinkedEventFailed, 0, nil
+		r.fail, r.n = LinkedEventFailed, 0
+		if r.extra != nil {
+			if r.extra.entries = nil; len(r.extra.expired) == 0 {
+				r.extra = nil
+			}
+		}
 		if r.kind != KindCreateAccount {
 			r.inline = [2]cellEntry{}
 		}
 	}
+	x.rollbackBook()
 	for j := failed + 1; j < len(reqs); j++ {
 		q := &reqs[j]
 		recs[j] = txRecord{id: first + uint64(j), userRef: q.userRef, ts: ts, kind: q.kind, fail: LinkedEventFailed, w: q.w, wlevel: q.wlevel}

@@ -48,10 +48,15 @@ type Ledger struct {
 	toWAL                        *ringbuf.SPSC[txRecord] // Transactor -> WAL
 	toSnap                       *ringbuf.SPSC[txRecord] // WAL -> Snapshotter
 	txStage, walStage, snapStage *pressure.Stage
-	wal                          *wal.Writer        // appended to by the WAL stage only; Find and RemoveBelow from others
-	readable                     []atomic.Int64     // cells, 4 per account slot; elements stored by the Snapshotter only
-	accts                        *accountTable      // inserted into by the Transactor only; probed by readers
-	persistCh                    chan *snapshotData // Snapshotter -> persister
+	wal                          *wal.Writer    // appended to by the WAL stage only; Find and RemoveBelow from others
+	readable                     []atomic.Int64 // cells, 4 per account slot; elements stored by the Snapshotter only
+	accts                        *accountTable  // inserted into by the Transactor only; probed by readers
+	// snapBook is the Snapshotter's pending book (pending.go), as of the
+	// Snapshot index; closedBits the accounts a closing transfer closed,
+	// as of it (written by the Snapshotter, read by Lookup).
+	snapBook   *pendingBook
+	closedBits closedBits
+	persistCh  chan *snapshotData // Snapshotter -> persister
 
 	// The progress indexes, one per stage. Each is stored by its stage
 	// after the work it names is published (ring commit, WAL sync,
@@ -232,12 +237,14 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMode) (*Ledger, error) {
 	l := &Ledger{
 		rep: replication{repl: mode.repl, follower: mode.follower}, cfg: cfg, db: db, wal: w, base: rs.last + 1,
-		readable:  rs.bal, // recovery built them in place: no copy
-		accts:     rs.accts,
-		epoch:     time.Now(),
-		persistCh: make(chan *snapshotData, 1),
-		stopped:   make(chan struct{}),
-		swept:     make(chan struct{}),
+		readable:   rs.bal, // recovery built them in place: no copy
+		accts:      rs.accts,
+		snapBook:   rs.book.clone(),
+		closedBits: rs.closed,
+		epoch:      time.Now(),
+		persistCh:  make(chan *snapshotData, 1),
+		stopped:    make(chan struct{}),
+		swept:      make(chan struct{}),
 	}
 	l.epochWall = l.epoch.UnixNano()
 	l.walSync.first, l.walGroup.first = walSyncFirstBucket, 1
@@ -273,7 +280,8 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 		go l.sweepFns()
 		return l, nil
 	}
-	x := &executor{work: newWork(cfg.MaxAccounts, rs.accts.n, l.readable), accts: l.accts, dedup: rs.dedup, maxEntries: cfg.MaxEntries}
+	x := &executor{work: newWork(cfg.MaxAccounts, rs.accts.n, l.readable), accts: l.accts, dedup: rs.dedup, maxEntries: cfg.MaxEntries,
+		book: rs.book}
 	refs := newRefWindow(cfg.DedupWindow)
 	for _, r := range rs.refs {
 		refs.push(r)
@@ -654,6 +662,9 @@ func (l *Ledger) Lookup(id uint64) (Account, error) {
 		return Account{}, fmt.Errorf("account %d: %w", id, ErrAccountNotFound)
 	}
 	a := l.accts.meta[s].public()
+	if l.closedBits.get(s) {
+		a.Flags |= Closed // by a closing transfer
+	}
 	c := l.readable[cell(s, 0):cell(s, numColumns)]
 	a.DebitsPosted, a.CreditsPosted = uint64(c[DebitsPosted].Load()), uint64(c[CreditsPosted].Load())
 	a.DebitsPending, a.CreditsPending = uint64(c[DebitsPending].Load()), uint64(c[CreditsPending].Load())

@@ -30,9 +30,13 @@ const (
 	formatVersionV3 = 3
 )
 
-// manifestVersion is the snapshot manifest's: 3 adds the accounts count
-// (2 was fuzzy with TxEnd, 1 exact).
-const manifestVersion = 3
+// manifestVersion is the snapshot manifest's: 4 adds the pending book's
+// chunk (a version 3 snapshot has none: no transfer was pending then), 3
+// the accounts count (2 was fuzzy with TxEnd, 1 exact).
+const (
+	manifestVersion   = 4
+	manifestVersionV3 = 3
+)
 
 // readableFormat reports whether this build reads format version v.
 func readableFormat(v int) bool { return v == formatVersion || v == formatVersionV4 }

@@ -16,6 +16,8 @@ type recovered struct {
 	snapEnd  uint64         // its TxEnd S1: the WAL replays it exactly from there on
 	bal      []atomic.Int64 // cells after last: they become the readable cells
 	accts    *accountTable  // accounts after last: the Transactor's table
+	book     *pendingBook   // pending transfers after last: the Transactor's book
+	closed   closedBits     // accounts closed by a closing transfer after last: the readable ones
 	dedup    *dedup         // Transactor's dedup index after last
 	refs     []refEntry     // the dedup window after last, for the Snapshotter
 	// replayedRefs are the refs of the transactions replayed after the
@@ -64,7 +66,8 @@ type recoveryInfo struct {
 // checks that each such account's chunk value was one of its balances in the
 // window and that the balances sum to zero after S1.
 func recoverState(db *pebble.DB, cfg *Config) (*recovered, error) {
-	rs := &recovered{snapAccounts: 1, bal: newCells(cfg.MaxAccounts), accts: newAccountTable(cfg.MaxAccounts), dedup: newDedup(cfg.DedupWindow)}
+	rs := &recovered{snapAccounts: 1, bal: newCells(cfg.MaxAccounts), accts: newAccountTable(cfg.MaxAccounts), dedup: newDedup(cfg.DedupWindow),
+		book: newPendingBook(fateRetentionOf(cfg)), closed: newClosedBits(cfg.MaxAccounts)}
 	if err := loadNewestSnapshot(db, cfg, rs); err != nil {
 		return nil, err
 	}
@@ -76,6 +79,9 @@ func recoverState(db *pebble.DB, cfg *Config) (*recovered, error) {
 			Reason: fmt.Sprintf("transactions missing from the WAL: snapshot %d holds balances up to tx %d", rs.snapshot, rs.snapEnd)}
 	}
 	if err := zeroSum(rs.bal); err != nil {
+		return nil, &CorruptError{File: walDir, LastTx: TxID(rs.last), Reason: err.Error() + " after replay"}
+	}
+	if err := pendingSums(rs.bal, rs.accts, rs.book); err != nil {
 		return nil, &CorruptError{File: walDir, LastTx: TxID(rs.last), Reason: err.Error() + " after replay"}
 	}
 	// The Snapshotter's window is the Transactor's, in id order.
@@ -117,6 +123,22 @@ func loadNewestSnapshot(db *pebble.DB, cfg *Config, rs *recovered) error {
 		accts := newAccountTable(cfg.MaxAccounts)
 		info, err := readSnapshot(db, cfg.MaxAccounts, id, it.Value(), put, func(m acctMeta) error { return insertRecovered(accts, m) })
 		if err == nil {
+			if info.book == nil {
+				info.book = newPendingBook(fateRetentionOf(cfg))
+			}
+			info.book.keep = fateRetentionOf(cfg)
+			for s := range info.book.closed {
+				if s >= accts.n {
+					err = fmt.Errorf("closed account slot %d beyond the snapshot's %d accounts", s, accts.n)
+				}
+			}
+		}
+		if err == nil {
+			for s := range info.book.closed {
+				accts.setClosed(s, true)
+				rs.closed.set(s, true)
+			}
+			rs.book = info.book
 			rs.accts = accts
 			d := newDedup(cfg.DedupWindow)
 			for _, r := range info.refs {
@@ -158,6 +180,7 @@ func insertRecovered(t *accountTable, m acctMeta) error {
 type snapInfo struct {
 	end  uint64 // TxEnd (S1); equal to the id for an exact snapshot
 	refs []refEntry
+	book *pendingBook // nil before manifest version 4
 }
 
 // readSnapshot checks snapshot id as Open loads it — the manifest, the
@@ -172,7 +195,7 @@ func readSnapshot(db *pebble.DB, maxAccounts, id uint64, val []byte, put func(fi
 	if err != nil {
 		return snapInfo{}, err
 	}
-	if m.FormatVersion != manifestVersion {
+	if m.FormatVersion != manifestVersion && m.FormatVersion != manifestVersionV3 {
 		return snapInfo{}, fmt.Errorf("manifest format version %d", m.FormatVersion)
 	}
 	end := m.TxEnd
@@ -222,7 +245,19 @@ func readSnapshot(db *pebble.DB, maxAccounts, id uint64, val []byte, put func(fi
 			return snapInfo{}, errors.New("refs out of order")
 		}
 	}
-	return snapInfo{end: end, refs: refs}, nil
+	info := snapInfo{end: end, refs: refs}
+	if m.FormatVersion >= 4 {
+		v, closer, err := db.Get(chunkKey(id, pendingChunk))
+		if err != nil {
+			return snapInfo{}, err
+		}
+		info.book, err = decodePendingBook(v, fateRetention{}, m.Accounts, id)
+		closer.Close()
+		if err != nil {
+			return snapInfo{}, fmt.Errorf("pending book: %w", err)
+		}
+	}
+	return info, nil
 }
 
 // replayWAL scans the WAL (wal.Scan's rules) and replays every batch after
@@ -287,7 +322,8 @@ func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
 // snapshot's window it checks every entry before changing rs, per
 // transaction; inside it, an error (always fatal) may leave rs half changed.
 func replayBatch(b *batchReader, t *walTx, rs *recovered) error {
-	var cells [MaxLegs]uint64
+	var cells [MaxLegs + 2*maxExpiryPerTx]uint64
+	var op bookOp
 	for {
 		ok, err := b.next(t)
 		if err != nil || !ok {
@@ -311,6 +347,11 @@ func replayBatch(b *batchReader, t *walTx, rs *recovered) error {
 				return fmt.Errorf("tx %d: account %d was never created", t.id, e.Account)
 			}
 			cells[i] = cell(s, e.Column)
+		}
+		if t.bookOp(&op, cells[:t.n]) {
+			if err := rs.book.applyOp(&op, rs.setClosed); err != nil {
+				return err
+			}
 		}
 		if t.id <= rs.snapEnd {
 			if err := replayWindowTx(t, cells[:t.n], rs); err != nil {
@@ -394,6 +435,28 @@ func finishWindow(rs *recovered) error {
 	if err := zeroSum(rs.bal); err != nil {
 		return &CorruptError{Key: key, FirstTx: TxID(rs.snapshot + 1), LastTx: TxID(rs.snapEnd),
 			Reason: fmt.Sprintf("%v after replaying snapshot %d through tx %d", err, rs.snapshot, rs.snapEnd)}
+	}
+	return nil
+}
+
+// setClosed sets account slot s's closed state (a closing transfer, its
+// void or expiry) in the Transactor's table and the readable bits.
+func (rs *recovered) setClosed(s uint64, on bool) {
+	rs.accts.setClosed(s, on)
+	rs.closed.set(s, on)
+}
+
+// pendingSums checks that every account's pending columns are the sums of
+// the open pending transfers that name it.
+func pendingSums(bal []atomic.Int64, accts *accountTable, b *pendingBook) error {
+	sums := b.sums()
+	for s := uint64(0); s < accts.n; s++ {
+		want := sums[s]
+		dp, cp := uint64(bal[cell(s, DebitsPending)].Load()), uint64(bal[cell(s, CreditsPending)].Load())
+		if dp != want[0] || cp != want[1] {
+			return fmt.Errorf("account %d holds debits_pending %d and credits_pending %d, its open pending transfers %d and %d",
+				accts.meta[s].id, dp, cp, want[0], want[1])
+		}
 	}
 	return nil
 }

@@ -57,6 +57,34 @@ const (
 	// TransferMustHaveTheSameLedgerAsAccounts: a transfer's non-zero
 	// Ledger is not its accounts' ledger.
 	TransferMustHaveTheSameLedgerAsAccounts
+	// PendingTransferNotFound: a post or void names no pending transfer
+	// this ledger remembers (never one, or resolved longer ago than it
+	// remembers, see Config.DedupRetention).
+	PendingTransferNotFound
+	// PendingTransferAlreadyPosted, PendingTransferAlreadyVoided,
+	// PendingTransferExpired: a post or void names a pending transfer that
+	// was posted, voided, or whose timeout passed.
+	PendingTransferAlreadyPosted
+	PendingTransferAlreadyVoided
+	PendingTransferExpired
+	// ExceedsPendingTransferAmount: a post's Amount is above the pending
+	// transfer's.
+	ExceedsPendingTransferAmount
+	// PendingTransferHasDifferentAmount: a void's non-zero Amount is not
+	// the pending transfer's.
+	PendingTransferHasDifferentAmount
+	// PendingTransferHasDifferentDebitAccountID, ...CreditAccountID,
+	// ...Ledger, ...Code: a post or void names (non-zero) another From,
+	// To, Ledger or Code than its pending transfer's (checked in this
+	// order).
+	PendingTransferHasDifferentDebitAccountID
+	PendingTransferHasDifferentCreditAccountID
+	PendingTransferHasDifferentLedger
+	PendingTransferHasDifferentCode
+	// OverflowsDebitsPending, OverflowsCreditsPending: a pending column
+	// would exceed 2^63-1.
+	OverflowsDebitsPending
+	OverflowsCreditsPending
 	numFailReasons
 )
 
@@ -68,7 +96,12 @@ var failNames = [...]string{"ok", "exceeds_credits", "account_not_found", "zero_
 	"exists_with_different_ledger", "exists_with_different_code", "accounts_limit_reached",
 	"accounts_must_have_same_ledger", "linked_event_failed", "linked_event_chain_open",
 	"debit_account_already_closed", "credit_account_already_closed",
-	"transfer_must_have_the_same_ledger_as_accounts"}
+	"transfer_must_have_the_same_ledger_as_accounts", "pending_transfer_not_found",
+	"pending_transfer_already_posted", "pending_transfer_already_voided", "pending_transfer_expired",
+	"exceeds_pending_transfer_amount", "pending_transfer_has_different_amount",
+	"pending_transfer_has_different_debit_account_id", "pending_transfer_has_different_credit_account_id",
+	"pending_transfer_has_different_ledger", "pending_transfer_has_different_code",
+	"overflows_debits_pending", "overflows_credits_pending"}
 
 // String returns the reason's snake_case name.
 func (f FailReason) String() string {
@@ -123,6 +156,11 @@ type Result struct {
 	UserData  uint64
 	PendingID TxID
 	Timeout   uint32
+	// Expired are the pending transfers whose timeout had passed and
+	// whose holds the expiry scan released at this transaction's
+	// timestamp, before it executed (see Pending); their release entries
+	// are journaled with it but are not in Entries.
+	Expired []TxID
 }
 
 // cellEntry is an Entry as the Transactor makes it: with the index of the
@@ -171,6 +209,20 @@ type txRecord struct {
 // recExtra is what a record holds beyond its inline space.
 type recExtra struct {
 	entries []cellEntry // all the transaction's entries (composites, posts)
+	// expired are the pending transfers the expiry scan released before
+	// the transaction, exp their release entries (two each, in order).
+	// They apply before the transaction's own entries and are not undone
+	// with them.
+	expired []uint64
+	exp     []cellEntry
+}
+
+// expiryEntries returns the release entries of the expiry scan before r.
+func (r *txRecord) expiryEntries() []cellEntry {
+	if r.extra == nil {
+		return nil
+	}
+	return r.extra.exp
 }
 
 func (r *txRecord) entries() []cellEntry {
@@ -248,6 +300,12 @@ func (r *txRecord) result() Result {
 	if r.hasTransfer() {
 		res.Ledger, res.Code, res.Flags, res.UserData, res.PendingID, res.Timeout =
 			r.ledger, r.code, r.tflags, r.userData, TxID(r.pendingID()), r.timeout
+	}
+	if r.extra != nil && len(r.extra.expired) > 0 {
+		res.Expired = make([]TxID, len(r.extra.expired))
+		for i, id := range r.extra.expired {
+			res.Expired[i] = TxID(id)
+		}
 	}
 	if r.kind == KindCreateAccount {
 		a := r.account().public()

@@ -12,8 +12,12 @@ import (
 // chunk holds.
 const snapChunkAccounts = 1 << 16
 
-// refsChunk is the chunk number of the dedup window.
-const refsChunk = math.MaxUint32
+// refsChunk is the chunk number of the dedup window, pendingChunk that of
+// the pending book (manifest version 4 on).
+const (
+	refsChunk    = math.MaxUint32
+	pendingChunk = math.MaxUint32 - 1
+)
 
 // Snapshot chunk layouts (sealed with a CRC32C prefix like every record):
 //

@@ -74,7 +74,7 @@ const (
 	// maxTxEncoded is the most bytes one transaction takes in a batch
 	// (walcodec.go): encodeBatch stops only once a batch has reached its
 	// bound, so the WAL leaves this much room below wal.MaxBatch.
-	maxTxEncoded = 8 + 8 + 8 + MaxLegs*entryLen
+	maxTxEncoded = txHeaderLen + 8 + 8 + accountLen + xferLen + 8 + 4 + 2 + maxExpiryPerTx*(8+2*entryLen) + MaxLegs*entryLen
 )
 
 // Every stage loop follows one pattern: take what is ready; if nothing is,
@@ -135,6 +135,7 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 		st.OnWork()
 		ts := l.now()
 		x.dedup.startRun(next, ts)
+		x.beginRun(next, ts)
 		k := 0
 		for k < n {
 			if k%touchAhead == 0 {
@@ -364,6 +365,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 	}
 	accounts := l.visible.Load()
 	var created []byte // the accounts a batch created (appendAccount)
+	var op bookOp
 	for {
 		recs := l.toSnap.PeekN(snapshotterRun)
 		if len(recs) == 0 {
@@ -394,8 +396,19 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 			r := &recs[i]
 			// The resulting balance is stored, not added: a single atomic
 			// store per entry, and readers never see a torn value.
+			if r.extra != nil {
+				for _, e := range r.extra.exp { // the expiry scan's, first
+					l.readable[e.cell].Store(e.value)
+				}
+			}
 			for _, e := range r.entries() {
 				l.readable[e.cell].Store(e.value)
+			}
+			if (r.kind == KindTransfer || r.extra != nil) && r.bookOp(&op) {
+				if err := l.snapBook.applyOp(&op, l.closedBits.set); err != nil {
+					l.fail(err) // cannot happen: the Transactor's book did the same
+					return
+				}
 			}
 			if r.kind == KindCreateAccount && r.fail == OK {
 				created = appendAccount(created, r.account())
@@ -468,6 +481,7 @@ func (l *Ledger) takeSnapshot(at uint64, ts int64, accounts uint64, refs *refWin
 	}
 	refs.trim(at+1, nil)
 	s.txID, s.ts, s.refs, s.accounts = at, ts, refs.entries(), accounts
+	s.book = l.snapBook.encode() // as of at: a copy, O(pending transfers)
 	l.persistCh <- s
 	return true
 }

@@ -111,6 +111,7 @@ type snapshotData struct {
 	ts       int64 // timestamp of transaction txID; 0 if unknown
 	refs     []refEntry
 	accounts uint64 // slots in use after txID, the system account's included
+	book     []byte // the pending book as of txID, encoded (pending.go)
 }
 
 // writeSnapshot persists a fuzzy snapshot of bal, started after transaction
@@ -150,6 +151,13 @@ func writeSnapshot(db *pebble.DB, cfg *Config, s *snapshotData, bal []atomic.Int
 	b := db.NewBatch()
 	defer b.Close()
 	if err := b.Set(chunkKey(s.txID, refsChunk), encodeRefsChunk(s.refs), nil); err != nil {
+		return buf, err
+	}
+	book := s.book
+	if book == nil { // no pending transfer
+		book = newPendingBook(fateRetention{}).encode()
+	}
+	if err := b.Set(chunkKey(s.txID, pendingChunk), book, nil); err != nil {
 		return buf, err
 	}
 	man, err := encodeMsgpack(manifest{

@@ -110,9 +110,6 @@ func prepareTransfer(o *Transfer, r *request) error {
 	if o.From == o.To && (f&resolving == 0 || o.From != 0) {
 		return ErrSameAccount
 	}
-	if f != 0 { // the flags' semantics are not built yet
-		return ErrTransferFlags
-	}
 	return nil
 }
 

@@ -99,6 +99,22 @@ func verifyDir(fs vfs.FS, dir string) (*verifyReport, error) {
 	if v.nKnown == uint64(len(v.bal)) {
 		v.checkSums()
 	}
+	v.checkLedgerSums()
+	if len(v.rep.Findings) == 0 {
+		// The pending columns against the open pending transfers: the
+		// recovery's replay rebuilds the book and checks them.
+		cfg, err := (&Config{FS: fs, Dir: dir, MaxAccounts: m.MaxAccounts}).withDefaults()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := recoverState(db, &cfg); err != nil {
+			var ce *CorruptError
+			if !errors.As(err, &ce) {
+				return nil, err
+			}
+			v.rep.Findings = append(v.rep.Findings, ce)
+		}
+	}
 	errs := make([]error, len(v.rep.Findings))
 	for i, f := range v.rep.Findings {
 		errs[i] = f
@@ -143,6 +159,10 @@ type verifier struct {
 	next        int // first snapshot not yet reached by the replay
 	// active are the fuzzy snapshots whose window the replay is in.
 	active []*snapState
+	// moved sums, per ledger, the deltas of the transactions replayed by
+	// column (an entry of the system account counts in the ledger of the
+	// other accounts of its transaction, or of its expiry release).
+	moved map[uint32]*[numColumns]int64
 	// anchored holds the chunk values of accounts whose balance the replay
 	// learned from a fuzzy snapshot, until their first entry in its window:
 	// that entry sets the balance (the chunk may be newer than id).
@@ -333,6 +353,44 @@ func (v *verifier) checkSums() {
 	}
 }
 
+// addMoved adds the deltas of t's entries before end, back to the previous
+// group boundary, to ledger's sums (0: none yet).
+func (v *verifier) addMoved(t *walTx, end int, ledger uint32) {
+	start := 0
+	if end > t.nexp {
+		start = t.nexp
+	} else if end >= 2 {
+		start = end - 2
+	}
+	if end <= start || end > t.n {
+		return
+	}
+	if v.moved == nil {
+		v.moved = map[uint32]*[numColumns]int64{}
+	}
+	m := v.moved[ledger]
+	if m == nil {
+		m = new([numColumns]int64)
+		v.moved[ledger] = m
+	}
+	for i := start; i < end; i++ {
+		e := t.entry(i)
+		m[e.Column] += e.Delta
+	}
+}
+
+// checkLedgerSums checks, per ledger, that the transactions replayed moved
+// as much to debits as to credits, posted and pending apart: every
+// transaction stays in one ledger (the system account belongs to all).
+func (v *verifier) checkLedgerSums() {
+	for l, m := range v.moved {
+		if m[DebitsPosted] != m[CreditsPosted] || m[DebitsPending] != m[CreditsPending] {
+			v.finding(loc{file: walDir}, 0, uint64(v.rep.LastTx), "ledger %d: the replayed transactions moved debits and credits that differ (posted %d/%d, pending %d/%d)",
+				l, m[DebitsPosted], m[CreditsPosted], m[DebitsPending], m[CreditsPending])
+		}
+	}
+}
+
 // closeWindows ends the windows the replay has passed.
 func (v *verifier) closeWindows() {
 	keep := v.active[:0]
@@ -456,7 +514,15 @@ func (v *verifier) batch(b *batchReader, t *walTx, expect uint64, key loc, want 
 			v.finding(key, t.id, t.id, "account %d created twice, or beyond MaxAccounts", t.acct.id)
 		}
 		var ledger uint32
+		group := 0 // start of the entries of one ledger: each expiry release, then the transaction's own
 		for i := 0; i < t.n; i++ {
+			if i == group {
+				v.addMoved(t, group, ledger)
+				ledger, group = 0, i+2
+				if i >= t.nexp {
+					group = t.n
+				}
+			}
 			e := t.entry(i)
 			slot, ok := v.slots[e.Account]
 			if !ok {
@@ -479,6 +545,7 @@ func (v *verifier) batch(b *batchReader, t *walTx, expect uint64, key loc, want 
 			}
 			v.learn(cl, e.Value)
 		}
+		v.addMoved(t, group, ledger)
 		refs.tx(t, key)
 		if want[t.id] {
 			ref := t.userRef

@@ -18,6 +18,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //	[16:24] base timestamp, Unix ns
 //	then per transaction:
 //	  u8   kind | 0x80 if a UserRef follows | 0x40 if transfer fields follow
+//	           | 0x20 if expired pending transfers follow
 //	  u8   fail reason
 //	  u16  entry count
 //	  u32  timestamp - base, ns
@@ -29,7 +30,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //	       u32 ledger, u16 code, u16 flags, u64 user_data,
 //	       u64 pending id       (if flags has post_pending_transfer or void_pending_transfer)
 //	       u32 timeout          (if flags has pending)
-//	  count x { u64 account, u8 column, i64 delta, i64 resulting column }
+//	  expired pending transfers (if flagged; format 5): u16 k, k x u64 id
+//	  2k x entry                (the releases of the expired, two each, if flagged)
+//	  count x entry             (the transaction's own)
+//	  entry = { u64 account, u8 column, i64 delta, i64 resulting column }
 //
 // Format 4 wrote no transfer fields (0x40 is never set there): such a
 // transfer decodes with them zero, as a format 4 transfer had them.
@@ -43,7 +47,8 @@ const (
 	entryLen       = 25
 	hasRefFlag     = 0x80
 	hasXferFlag    = 0x40
-	kindMask       = 0x3f
+	hasExpiryFlag  = 0x20
+	kindMask       = 0x07
 	xferLen        = 16 // transfer fields without pending id and timeout
 )
 
@@ -80,6 +85,11 @@ func encodeBatch(dst []byte, recs []txRecord, maxBytes int) ([]byte, int) {
 		if xfer {
 			k |= hasXferFlag
 		}
+		var expired []uint64
+		if r.extra != nil && len(r.extra.expired) > 0 {
+			expired = r.extra.expired
+			k |= hasExpiryFlag
+		}
 		dst = append(dst, k, byte(r.fail))
 		dst = binary.LittleEndian.AppendUint16(dst, uint16(r.n))
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(d))
@@ -104,6 +114,15 @@ func encodeBatch(dst []byte, recs []txRecord, maxBytes int) ([]byte, int) {
 				dst = binary.LittleEndian.AppendUint32(dst, r.timeout)
 			}
 		}
+		if expired != nil {
+			dst = binary.LittleEndian.AppendUint16(dst, uint16(len(expired)))
+			for _, id := range expired {
+				dst = binary.LittleEndian.AppendUint64(dst, id)
+			}
+			for _, e := range r.extra.exp {
+				dst = appendEntry(dst, &e)
+			}
+		}
 		for _, e := range r.entries() {
 			dst = binary.LittleEndian.AppendUint64(dst, e.acct)
 			dst = append(dst, byte(e.col))
@@ -116,6 +135,13 @@ func encodeBatch(dst []byte, recs []txRecord, maxBytes int) ([]byte, int) {
 	binary.LittleEndian.PutUint32(b[12:], uint32(n))
 	binary.LittleEndian.PutUint32(b[0:], crc32.Checksum(b[4:], castagnoli))
 	return dst, n
+}
+
+func appendEntry(dst []byte, e *cellEntry) []byte {
+	dst = binary.LittleEndian.AppendUint64(dst, e.acct)
+	dst = append(dst, byte(e.col))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(e.delta))
+	return binary.LittleEndian.AppendUint64(dst, uint64(e.value))
 }
 
 func appendAccount(dst []byte, m acctMeta) []byte {
@@ -158,6 +184,9 @@ func (r *txRecord) encodedLen() int {
 			n += 4
 		}
 	}
+	if r.extra != nil && len(r.extra.expired) > 0 {
+		n += 2 + len(r.extra.expired)*(8+2*entryLen)
+	}
 	return n
 }
 
@@ -170,11 +199,19 @@ type walTx struct {
 	ts      int64
 	kind    Kind
 	fail    FailReason
-	n       int
+	n       int // entries: the expiry releases (nexp, first), then its own
+	nexp    int
 	acct    acctMeta // create_account
 	xfer    xferFields
+	expRaw  []byte // the expired pending transfers' ids, 8 bytes each
 	raw     []byte
 }
+
+// expired returns the i-th pending transfer the record's expiry releases.
+func (t *walTx) expired(i int) uint64 { return binary.LittleEndian.Uint64(t.expRaw[8*i:]) }
+
+// own is the number of the transaction's own entries.
+func (t *walTx) own() int { return t.n - t.nexp }
 
 // xferFields are a transfer's fields as journaled.
 type xferFields struct {
@@ -204,10 +241,16 @@ func (t *walTx) result() Result {
 		a := t.acct.public()
 		r.Account = &a
 	}
-	if t.n > 0 {
-		r.Entries = make([]Entry, t.n)
+	if own := t.own(); own > 0 {
+		r.Entries = make([]Entry, own)
 		for i := range r.Entries {
-			r.Entries[i] = t.entry(i)
+			r.Entries[i] = t.entry(t.nexp + i)
+		}
+	}
+	if k := t.nexp / 2; k > 0 {
+		r.Expired = make([]TxID, k)
+		for i := range r.Expired {
+			r.Expired[i] = TxID(t.expired(i))
 		}
 	}
 	return r
@@ -278,7 +321,7 @@ func (b *batchReader) next(t *walTx) (bool, error) {
 		ts:   b.base + int64(binary.LittleEndian.Uint32(d[4:])),
 	}
 	p := txHeaderLen
-	if d[0]&(kindMask&^0x07) != 0 || t.kind < KindDeposit || t.kind >= numKinds || t.fail >= numFailReasons {
+	if d[0]&0x18 != 0 || t.kind < KindDeposit || t.kind >= numKinds || t.fail >= numFailReasons {
 		return false, fmt.Errorf("%w: tx %d has kind %d, fail reason %d", errBatch, t.id, t.kind, t.fail)
 	}
 	if d[0]&hasRefFlag != 0 {
@@ -333,12 +376,28 @@ func (b *batchReader) next(t *walTx) (bool, error) {
 			p += 4
 		}
 	}
+	if d[0]&hasExpiryFlag != 0 {
+		if len(d) < p+2 {
+			return false, fmt.Errorf("%w: tx %d truncated", errBatch, t.id)
+		}
+		k := int(binary.LittleEndian.Uint16(d[p:]))
+		p += 2
+		if k == 0 || k > maxExpiryPerTx || len(d) < p+8*k {
+			return false, fmt.Errorf("%w: tx %d expires %d pending transfers", errBatch, t.id, k)
+		}
+		t.expRaw = d[p : p+8*k]
+		p += 8 * k
+		t.nexp = 2 * k
+		t.n += t.nexp
+	}
+	own := t.own()
 	switch {
-	case t.fail != OK && t.n != 0,
-		t.kind == KindCreateAccount && t.n != 0,
-		t.fail == OK && t.kind != KindComposite && t.kind != KindCreateAccount && t.n != 2,
-		t.fail == OK && t.kind == KindComposite && (t.n == 0 || t.n > MaxLegs):
-		return false, fmt.Errorf("%w: tx %d (%v, %v) has %d entries", errBatch, t.id, t.kind, t.fail, t.n)
+	case t.fail != OK && own != 0,
+		t.kind == KindCreateAccount && own != 0,
+		t.fail == OK && t.kind != KindComposite && t.kind != KindCreateAccount && own != 2 &&
+			!(t.kind == KindTransfer && t.xfer.flags&PostPendingTransfer != 0 && own == 4),
+		t.fail == OK && t.kind == KindComposite && (own == 0 || own > MaxLegs):
+		return false, fmt.Errorf("%w: tx %d (%v, %v) has %d entries", errBatch, t.id, t.kind, t.fail, own)
 	}
 	if len(d) < p+t.n*entryLen {
 		return false, fmt.Errorf("%w: tx %d truncated", errBatch, t.id)
@@ -349,6 +408,9 @@ func (b *batchReader) next(t *walTx) (bool, error) {
 		e := t.entry(i)
 		if e.Column >= numColumns || e.Value < 0 {
 			return false, fmt.Errorf("%w: tx %d entry %d has column %d, value %d", errBatch, t.id, i, e.Column, e.Value)
+		}
+		if i < t.nexp && (e.Column != DebitsPending+Column(i%2) || e.Delta > 0) {
+			return false, fmt.Errorf("%w: tx %d expiry entry %d is %v %+d", errBatch, t.id, i, e.Column, e.Delta)
 		}
 		s := &posted
 		if e.Column >= DebitsPending {
@@ -371,22 +433,34 @@ func (b *batchReader) next(t *walTx) (bool, error) {
 // record rebuilds the ring record t was encoded from, as far as encoding
 // needs it (the cells are not journaled).
 func (t *walTx) record() txRecord {
-	r := txRecord{id: t.id, userRef: t.userRef, ts: t.ts, kind: t.kind, fail: t.fail, n: uint8(t.n)}
+	own := t.own()
+	r := txRecord{id: t.id, userRef: t.userRef, ts: t.ts, kind: t.kind, fail: t.fail, n: uint8(own)}
 	if t.fail == Duplicate {
 		r.orig = t.dupOf
 	}
 	switch {
 	case t.kind == KindCreateAccount:
 		r.setAccount(t.acct)
-	case t.n > len(r.inline):
-		es := make([]cellEntry, t.n)
+	case own > len(r.inline):
+		es := make([]cellEntry, own)
 		for i := range es {
-			es[i] = toCellEntry(t.entry(i))
+			es[i] = toCellEntry(t.entry(t.nexp + i))
 		}
 		r.setEntries(es)
 	default:
-		for i := 0; i < t.n; i++ {
-			r.inline[i] = toCellEntry(t.entry(i))
+		for i := 0; i < own; i++ {
+			r.inline[i] = toCellEntry(t.entry(t.nexp + i))
+		}
+	}
+	if t.nexp > 0 {
+		if r.extra == nil {
+			r.extra = &recExtra{}
+		}
+		for i := 0; i < t.nexp; i++ {
+			r.extra.exp = append(r.extra.exp, toCellEntry(t.entry(i)))
+		}
+		for i := 0; i < t.nexp/2; i++ {
+			r.extra.expired = append(r.extra.expired, t.expired(i))
 		}
 	}
 	if r.hasTransfer() {

@@ -23,6 +23,10 @@ type DumpTx struct {
 	// Transfer is a transfer's fields, null for other kinds and for a
 	// duplicate.
 	Transfer *DumpTransfer `json:"transfer"`
+	// Expired are the pending transfers whose holds the expiry scan
+	// released before this transaction; Entries start with those
+	// releases, two each ([] if none).
+	Expired []ledger.TxID `json:"expired"`
 }
 
 // DumpTransfer is the fields of a transfer: its ledger (the accounts',
@@ -65,7 +69,11 @@ func Dump(dir string, from, to ledger.TxID, w io.Writer) error {
 	enc := json.NewEncoder(w)                        // Encode ends every object with '\n'
 	line := DumpTx{Entries: make([]DumpEntry, 0, 4)} // [] for no entries, not null
 	return offline.Dump(nil, dir, uint64(from), uint64(to), func(t *offline.Tx) error {
-		line = DumpTx{ID: ledger.TxID(t.ID), Kind: t.Kind, Fail: t.Fail, UserRef: t.UserRef, DupOf: ledger.TxID(t.DupOf), TsNs: t.TsNs, Entries: line.Entries[:0]}
+		line = DumpTx{ID: ledger.TxID(t.ID), Kind: t.Kind, Fail: t.Fail, UserRef: t.UserRef, DupOf: ledger.TxID(t.DupOf), TsNs: t.TsNs,
+			Entries: line.Entries[:0], Expired: make([]ledger.TxID, 0, len(t.Expired))}
+		for _, id := range t.Expired {
+			line.Expired = append(line.Expired, ledger.TxID(id))
+		}
 		for _, e := range t.Entries {
 			line.Entries = append(line.Entries, DumpEntry(e))
 		}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -82,9 +84,10 @@ func TestEveryFailReasonOnEveryProtocol(t *testing.T) {
 	}
 	body.WriteByte(']')
 	// Every reason but accounts_limit_reached, which needs a full table: a
-	// ledger of two slots below.
+	// ledger of two slots below; and pending_transfer_expired, which needs
+	// time to pass (TestPendingExpiredOnEveryProtocol).
 	for f := ledger.OK; int(f) < ledger.NumFailReasons; f++ {
-		if f != ledger.AccountsLimitReached {
+		if f != ledger.AccountsLimitReached && f != ledger.PendingTransferExpired {
 			require.True(t, seen[f], "the table misses %v", f)
 		}
 	}
@@ -159,10 +162,92 @@ func TestEveryFailReasonOnEveryProtocol(t *testing.T) {
 	require.Equal(t, ledger.AccountsLimitReached, r1.Fail, "msgpack")
 }
 
+// The two-phase rows, before the table's last (a chain its batch leaves
+// open): their pending ids are TxIDs, which a fresh ledger hands out from
+// 1 in the table's order.
+func init() {
+	type row = struct {
+		op   ledger.Op
+		json string
+		want ledger.FailReason
+	}
+	last := failTable[len(failTable)-1]
+	rows := failTable[: len(failTable)-1 : len(failTable)-1]
+	add := func(op ledger.Transfer, want ledger.FailReason) ledger.TxID {
+		id := ledger.TxID(len(rows) + 1)
+		js := map[string]any{"type": "transfer"}
+		for k, v := range map[string]uint64{"from": op.From, "to": op.To, "amount": op.Amount, "ledger": uint64(op.Ledger),
+			"code": uint64(op.Code), "pending_id": uint64(op.PendingID), "timeout": uint64(op.Timeout)} {
+			if v != 0 {
+				js[k] = v
+			}
+		}
+		js["flags"] = op.Flags.Names()
+		b, err := json.Marshal(js)
+		if err != nil {
+			panic(err)
+		}
+		rows = append(rows, row{op, string(b), want})
+		return id
+	}
+	const post, void = ledger.PostPendingTransfer, ledger.VoidPendingTransfer
+	p := add(ledger.Transfer{From: 4, To: 5, Amount: 10, Flags: ledger.Pending, Timeout: 3600}, ledger.OK)
+	add(ledger.Transfer{Flags: post, PendingID: p, Amount: 11}, ledger.ExceedsPendingTransferAmount)
+	add(ledger.Transfer{Flags: void, PendingID: p, Amount: 3}, ledger.PendingTransferHasDifferentAmount)
+	add(ledger.Transfer{Flags: post, PendingID: p, From: 5}, ledger.PendingTransferHasDifferentDebitAccountID)
+	add(ledger.Transfer{Flags: post, PendingID: p, To: 4}, ledger.PendingTransferHasDifferentCreditAccountID)
+	add(ledger.Transfer{Flags: post, PendingID: p, Ledger: 2}, ledger.PendingTransferHasDifferentLedger)
+	add(ledger.Transfer{Flags: post, PendingID: p, Code: 9}, ledger.PendingTransferHasDifferentCode)
+	add(ledger.Transfer{Flags: post, PendingID: p, Amount: 4}, ledger.OK)
+	add(ledger.Transfer{Flags: void, PendingID: p}, ledger.PendingTransferAlreadyPosted)
+	p2 := add(ledger.Transfer{From: 4, To: 5, Amount: 1, Flags: ledger.Pending}, ledger.OK)
+	add(ledger.Transfer{Flags: void, PendingID: p2}, ledger.OK)
+	add(ledger.Transfer{Flags: post, PendingID: p2}, ledger.PendingTransferAlreadyVoided)
+	add(ledger.Transfer{Flags: post, PendingID: 1 << 40}, ledger.PendingTransferNotFound)
+	add(ledger.Transfer{From: 4, To: 5, Amount: math.MaxInt64, Flags: ledger.Pending}, ledger.OK)
+	add(ledger.Transfer{From: 4, To: 1, Amount: 1, Flags: ledger.Pending}, ledger.OverflowsDebitsPending)
+	add(ledger.Transfer{From: 1, To: 5, Amount: 1, Flags: ledger.Pending}, ledger.OverflowsCreditsPending)
+	add(ledger.Transfer{From: 5, To: 4, Amount: 1 << 62, Flags: ledger.BalancingDebit}, ledger.OK) // what 5 holds
+	failTable = append(rows, last)
+}
+
 func fails(res []ledger.Result) []ledger.FailReason {
 	out := make([]ledger.FailReason, len(res))
 	for i, r := range res {
 		out[i] = r.Fail
 	}
 	return out
+}
+
+// TestPendingExpiredOnEveryProtocol: a pending transfer with a timeout of
+// one second, posted after it passed, in process, over HTTP and over the
+// binary protocol: pending_transfer_expired, and the transaction that
+// posts names the transfer its expiry scan released.
+func TestPendingExpiredOnEveryProtocol(t *testing.T) {
+	ctx := context.Background()
+	f := startServerWith(t, Config{}, false)
+	res, err := f.l.SubmitBatchAndWait(ctx, []ledger.Op{ledger.CreateAccount{ID: 1, Ledger: 1}, ledger.CreateAccount{ID: 2, Ledger: 1},
+		ledger.Transfer{From: 1, To: 2, Amount: 5, Flags: ledger.Pending, Timeout: 1},
+		ledger.Transfer{From: 1, To: 2, Amount: 5, Flags: ledger.Pending, Timeout: 1},
+		ledger.Transfer{From: 1, To: 2, Amount: 5, Flags: ledger.Pending, Timeout: 1}}, ledger.Committed)
+	require.NoError(t, err)
+	require.Equal(t, []ledger.FailReason{ledger.OK, ledger.OK, ledger.OK, ledger.OK, ledger.OK}, fails(res))
+	ids := []ledger.TxID{res[2].ID, res[3].ID, res[4].ID}
+	deadline := time.Unix(0, res[4].Timestamp).Add(time.Second)
+	time.Sleep(time.Until(deadline) + 10*time.Millisecond) // the timeout is the point: let it pass
+
+	r, err := f.l.SubmitAndWait(ctx, ledger.Transfer{Flags: ledger.PostPendingTransfer, PendingID: ids[0]}, ledger.Committed)
+	require.NoError(t, err)
+	require.Equal(t, ledger.PendingTransferExpired, r.Fail, "library")
+	require.Equal(t, ids, r.Expired)
+	code, out := httpDo(t, "POST", f.httpURL()+"/v1/ops?wait=committed", fmt.Sprintf(`{"type":"transfer","flags":["void_pending_transfer"],"pending_id":%d}`, ids[1]))
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "pending_transfer_expired", out["fail"], "http")
+	r, err = f.dial(t).SubmitAndWait(ctx, ledger.Transfer{Flags: ledger.PostPendingTransfer, PendingID: ids[2], Amount: 1}, ledger.Committed)
+	require.NoError(t, err)
+	require.Equal(t, ledger.PendingTransferExpired, r.Fail, "msgpack")
+	require.NoError(t, f.l.Wait(ctx, r.ID, ledger.Snapshot))
+	a, err := f.l.Lookup(1)
+	require.NoError(t, err)
+	require.Zero(t, a.DebitsPending)
 }

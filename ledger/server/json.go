@@ -408,6 +408,7 @@ type jsonResult struct {
 	Entries   []jsonEntry   `json:"entries"`
 	Account   *jsonAccount  `json:"account,omitempty"`  // create_account
 	Transfer  *jsonTransfer `json:"transfer,omitempty"` // transfer, not a duplicate
+	Expired   []ledger.TxID `json:"expired,omitempty"`  // pending transfers released before it
 }
 
 // jsonTransfer is a transfer's fields in a result.
@@ -445,7 +446,7 @@ func toJSONAccount(a *ledger.Account, columns bool) *jsonAccount {
 
 func toJSONResult(r *ledger.Result) *jsonResult {
 	j := &jsonResult{ID: r.ID, Kind: r.Kind.String(), Fail: r.Fail.String(), UserRef: r.UserRef,
-		DupOf: r.DupOf, Timestamp: r.Timestamp, Entries: make([]jsonEntry, len(r.Entries))}
+		DupOf: r.DupOf, Timestamp: r.Timestamp, Entries: make([]jsonEntry, len(r.Entries)), Expired: r.Expired}
 	for i, e := range r.Entries {
 		j.Entries[i] = jsonEntry{Account: e.Account, Column: e.Column.String(), Delta: e.Delta, Value: e.Value}
 	}

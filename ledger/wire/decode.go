@@ -711,6 +711,24 @@ func (d *Decoder) result(extra int) (ledger.Result, error) {
 	if err := d.resultTransfer(&r); err != nil {
 		return r, err
 	}
+	if extra == 0 {
+		return r, nil
+	}
+	extra--
+	n, err = d.arrayLen()
+	if err != nil {
+		return r, err
+	}
+	if n > 0 {
+		r.Expired = make([]ledger.TxID, n)
+	}
+	for i := range r.Expired {
+		v, err := d.u()
+		if err != nil {
+			return r, err
+		}
+		r.Expired[i] = ledger.TxID(v)
+	}
 	return r, d.finishOp(extra)
 }
 

@@ -307,12 +307,13 @@ func (e *Encoder) SubmittedResults(id uint64, first, last ledger.TxID, res []led
 }
 
 // resultFields is the length of a result array.
-const resultFields = 9
+const resultFields = 10
 
 // ResultIs appends a TypeResultIs response:
-// [id, kind, fail, user_ref, dup_of, timestamp, [[account, column, delta, value]...], account, transfer],
+// [id, kind, fail, user_ref, dup_of, timestamp, [[account, column, delta, value]...], account, transfer, expired],
 // where account is a create_account's [id, ledger, code, flags, user_data_0, user_data_1], else nil,
-// and transfer a transfer's [ledger, code, flags, user_data, pending_id, timeout], else nil.
+// transfer a transfer's [ledger, code, flags, user_data, pending_id, timeout], else nil, and expired
+// the pending transfers released before it ([tx...]).
 func (e *Encoder) ResultIs(id uint64, r *ledger.Result) int {
 	e.begin(TypeResultIs, id, resultFields)
 	e.result(r)
@@ -356,6 +357,10 @@ func (e *Encoder) result(r *ledger.Result) {
 		e.u(uint64(r.Timeout))
 	} else {
 		_ = e.enc.EncodeNil()
+	}
+	_ = e.enc.EncodeArrayLen(len(r.Expired))
+	for _, id := range r.Expired {
+		e.u(uint64(id))
 	}
 }
 

@@ -74,6 +74,9 @@ type Tx struct {
 	Entries  []Entry
 	Account  *Account  // create_account only
 	Transfer *Transfer // a transfer's fields; nil for other kinds and duplicates
+	// Expired are the pending transfers released before this transaction
+	// by the expiry scan; Entries start with their releases (two each).
+	Expired []uint64
 }
 
 // Transfer is a transfer's fields.

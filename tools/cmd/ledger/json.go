@@ -30,14 +30,26 @@ type jsonEntry struct {
 }
 
 type jsonResult struct {
-	ID        ledger.TxID  `json:"id"`
-	Kind      string       `json:"kind"`
-	Fail      string       `json:"fail"`
-	UserRef   uint64       `json:"user_ref,omitempty"`
-	DupOf     ledger.TxID  `json:"dup_of,omitempty"`
-	Timestamp int64        `json:"timestamp"`
-	Entries   []jsonEntry  `json:"entries"`
-	Account   *jsonAccount `json:"account,omitempty"`
+	ID        ledger.TxID   `json:"id"`
+	Kind      string        `json:"kind"`
+	Fail      string        `json:"fail"`
+	UserRef   uint64        `json:"user_ref,omitempty"`
+	DupOf     ledger.TxID   `json:"dup_of,omitempty"`
+	Timestamp int64         `json:"timestamp"`
+	Entries   []jsonEntry   `json:"entries"`
+	Account   *jsonAccount  `json:"account,omitempty"`
+	Transfer  *jsonTransfer `json:"transfer,omitempty"`
+	Expired   []ledger.TxID `json:"expired,omitempty"`
+}
+
+// jsonTransfer is a transfer's fields in a result.
+type jsonTransfer struct {
+	Ledger    uint32      `json:"ledger"`
+	Code      uint16      `json:"code"`
+	Flags     []string    `json:"flags"`
+	UserData  uint64      `json:"user_data"`
+	PendingID ledger.TxID `json:"pending_id,omitempty"`
+	Timeout   uint32      `json:"timeout,omitempty"`
 }
 
 // jsonAccount is an account; the columns and balance only from a lookup.
@@ -65,7 +77,11 @@ func toJSONAccount(a *ledger.Account, columns bool) *jsonAccount {
 
 func toJSONResult(r *ledger.Result) *jsonResult {
 	j := &jsonResult{ID: r.ID, Kind: r.Kind.String(), Fail: r.Fail.String(), UserRef: r.UserRef,
-		DupOf: r.DupOf, Timestamp: r.Timestamp, Entries: make([]jsonEntry, len(r.Entries))}
+		DupOf: r.DupOf, Timestamp: r.Timestamp, Entries: make([]jsonEntry, len(r.Entries)), Expired: r.Expired}
+	if r.Kind == ledger.KindTransfer && r.Fail != ledger.Duplicate {
+		j.Transfer = &jsonTransfer{Ledger: r.Ledger, Code: r.Code, Flags: r.Flags.Names(), UserData: r.UserData,
+			PendingID: r.PendingID, Timeout: r.Timeout}
+	}
 	for i, e := range r.Entries {
 		j.Entries[i] = jsonEntry{Account: e.Account, Column: e.Column.String(), Delta: e.Delta, Value: e.Value}
 	}

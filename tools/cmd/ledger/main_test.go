@@ -126,6 +126,14 @@ func TestUsageErrors(t *testing.T) {
 		{"bench", "--batch", "0"},
 		{"serve", "--wait-strategy", "fast"},
 		{"snapshot", "now"},
+		{"transfer", "--post", "0"},
+		{"transfer", "--post", "3", "--void", "3"},
+		{"transfer", "--pending-timeout", "5", "1", "2", "3"},
+		{"transfer", "--closing-debit", "1", "2", "3"},
+		{"transfer", "--linked", "1", "2", "3"},
+		{"transfer", "--void", "3", "4"},
+		{"transfer", "--post", "3", "--pending"},
+		{"transfer", "--code", "70000", "1", "2", "3"},
 	} {
 		_, stderr, code := runApp(t, args...)
 		require.Equal(t, 2, code, "%v: %s", args, stderr)
@@ -224,6 +232,65 @@ func TestCommandsAgainstServer(t *testing.T) {
 	_, stderr, code = run("account", "lookup", "5000")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "account not found")
+}
+
+// TestTransferFlagsAgainstServer: a hold, a partial post, a void, an
+// expiry is not waited for here (the library's tests do), a linked chain
+// that fails whole, and the usage errors name their flag.
+func TestTransferFlagsAgainstServer(t *testing.T) {
+	addr := startServer(t)
+	run := func(args ...string) (string, string, int) {
+		n := 1
+		if args[0] == "account" {
+			n = 2
+		}
+		return runApp(t, append(append(append([]string{}, args[:n]...), "--addr", addr), args[n:]...)...)
+	}
+	for _, id := range []string{"1", "2"} {
+		_, stderr, code := run("account", "create", "--ledger", "840", "--flags", "debits_must_not_exceed_credits", id)
+		require.Equal(t, 0, code, stderr)
+	}
+	_, stderr, code := run("deposit", "1", "100")
+	require.Equal(t, 0, code, stderr)
+	out, stderr, code := run("transfer", "--pending", "--pending-timeout", "3600", "--code", "7", "--user-data", "99", "1", "2", "60")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "tx 4 transfer committed: ledger 840 code 7 user_data 99 flags pending timeout 3600s;")
+	require.Contains(t, out, "account 1 debits_pending +60 = 60;")
+	_, stderr, code = run("transfer", "1", "2", "41") // 60 held + 41 > 100
+	require.Equal(t, 1, code)
+	require.Equal(t, "ledger: tx 5: exceeds_credits\n", stderr)
+	out, stderr, code = run("transfer", "--post", "4", "45")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "flags post_pending_transfer pending_id 4;")
+	require.Contains(t, out, "account 1 debits_pending -60 = 0;")
+	require.Contains(t, out, "account 1 debits_posted +45 = 45;")
+	_, stderr, code = run("transfer", "--void", "4")
+	require.Equal(t, 1, code)
+	require.Equal(t, "ledger: tx 7: pending_transfer_already_posted\n", stderr)
+	out, stderr, code = run("transfer", "--json", "--linked", "1", "2", "10", "2", "1", "1000")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "chain failed: tx 9: exceeds_credits")
+	require.Contains(t, out, `"fail": "linked_event_failed"`)
+	out, _, code = run("account", "lookup", "1")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "debits_posted 45 credits_posted 100 debits_pending 0")
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"transfer", "--post", "0"}, "--post: ID must be the pending transfer's transaction id"},
+		{[]string{"transfer", "--post", "3", "--void", "3"}, "--post and --void exclude each other"},
+		{[]string{"transfer", "--pending-timeout", "5", "1", "2", "3"}, "--pending-timeout needs --pending"},
+		{[]string{"transfer", "--closing-credit", "1", "2", "3"}, "--closing-debit and --closing-credit need --pending"},
+		{[]string{"transfer", "--linked", "1", "2", "3"}, "--linked: want two or more FROM TO AMOUNT triples"},
+		{[]string{"transfer", "--void", "3", "4"}, "--void ID: want no arguments"},
+		{[]string{"transfer", "--ledger", "4294967296", "1", "2", "3"}, "--ledger 4294967296 out of range"},
+	} {
+		_, stderr, code := run(c.args...)
+		require.Equal(t, 2, code, "%v: %s", c.args, stderr)
+		require.Contains(t, stderr, c.want, c.args)
+	}
 }
 
 // TestSnapshotCommand: `ledger snapshot` makes a running server write a
