@@ -91,16 +91,12 @@ type manifest struct {
 
 var errChecksum = errors.New("checksum mismatch")
 
-// sealRecord returns crc32c(body) ++ body.
+// sealRecord returns crc32c(body) ++ body. A record built after 4
+// reserved bytes is sealed without a copy by sealInPlace.
 func sealRecord(body []byte) []byte {
-	return sealInPlace(append(make([]byte, 4, 4+len(body)), body...))
-}
-
-// sealInPlace is sealRecord for a record built after 4 reserved bytes: it
-// fills them with the CRC32C of the rest, without a copy.
-func sealInPlace(rec []byte) []byte {
-	binary.LittleEndian.PutUint32(rec, crc32.Checksum(rec[4:], castagnoli))
-	return rec
+	out := append(make([]byte, 4, 4+len(body)), body...)
+	sealInPlace(out)
+	return out
 }
 
 // openRecord verifies and strips the checksum added by sealRecord.

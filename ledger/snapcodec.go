@@ -35,7 +35,8 @@ func encodeCellChunk(dst []byte, first uint64, cells []int64) []byte {
 	for _, v := range cells {
 		dst = binary.AppendUvarint(dst, uint64(v))
 	}
-	return sealInPlace(dst)
+	sealInPlace(dst)
+	return dst
 }
 
 // encodeCellChunkFrom is encodeCellChunk reading the cells with atomic
@@ -46,7 +47,8 @@ func encodeCellChunkFrom(dst []byte, first uint64, cells []atomic.Int64) []byte 
 	for i := range cells {
 		dst = binary.AppendUvarint(dst, uint64(cells[i].Load()))
 	}
-	return sealInPlace(dst)
+	sealInPlace(dst)
+	return dst
 }
 
 // startCellChunk returns dst emptied, with room for the seal, the header

@@ -19,7 +19,13 @@ func dial(c *cli.Context) (*client.Client, context.Context, context.CancelFunc, 
 		return nil, nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
-	cl, err := client.Dial(ctx, c.String("addr"), append(opts, client.WithConns(1))...)
+	// Several addresses: the replicas of a cluster, whose leader the
+	// client follows (a submit is retried only with --ref).
+	addrs := strings.Split(c.String("addr"), ",")
+	if len(addrs) > 1 {
+		opts = append(opts, client.WithCluster(addrs...))
+	}
+	cl, err := client.Dial(ctx, addrs[0], append(opts, client.WithConns(1))...)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err
