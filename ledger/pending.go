@@ -46,8 +46,7 @@ import (
 // records (applyOp), which carry everything they need.
 
 // maxExpiryPerTx bounds the expired pending transfers one transaction's
-// record releases: its overlay slots (two per expiry) and its encoded size
-// stay bounded.
+// record releases, so that its entries and its encoded size stay bounded.
 const maxExpiryPerTx = 32
 
 type pendingState uint8
