@@ -231,7 +231,7 @@ func (x *executor) resolvePending(r *request, id uint64, ts int64, rec *txRecord
 	f := r.tflags()
 	p, ok := x.book.m[r.pendingID()]
 	if !ok {
-		switch x.book.done[r.pendingID()].state {
+		switch x.book.done[r.pendingID()] {
 		case pendingPosted:
 			return PendingTransferAlreadyPosted
 		case pendingVoided:

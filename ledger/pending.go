@@ -72,12 +72,13 @@ type pendingXfer struct {
 	flags         TransferFlags
 }
 
-// fate is what the book keeps of a resolved pending transfer: how and
-// when it was resolved.
+// fate is a resolved pending transfer in the book's FIFO: when and by
+// which transaction it was resolved (the retention's clock); done maps its
+// id to how.
 type fate struct {
-	ts    int64  // the resolving transaction's timestamp
-	by    uint64 // the resolving transaction
-	state pendingState
+	id uint64
+	ts int64  // the resolving transaction's timestamp
+	by uint64 // the resolving transaction
 }
 
 // expiry is an open pending transfer's place in the expiry heap.
@@ -125,10 +126,10 @@ func fateRetentionOf(cfg *Config) fateRetention {
 // transfer costs about 100 bytes with the map's overhead (plus 16 in the
 // expiry heap if it has a timeout), a resolved one about 40.
 type pendingBook struct {
-	m     map[uint64]pendingXfer // open
-	done  map[uint64]fate        // resolved
-	exp   expiryHeap             // open pending transfers with a timeout; resolved ones are skipped lazily
-	fates []uint64               // resolved ids in resolution order (FIFO from head)
+	m     map[uint64]pendingXfer  // open
+	done  map[uint64]pendingState // resolved: posted, voided or expired
+	exp   expiryHeap              // open pending transfers with a timeout; resolved ones are skipped lazily
+	fates []fate                  // the resolved, in resolution order (FIFO from head)
 	head  int
 	// closed maps the slot of each account a closing transfer closed to
 	// that transfer's id: open while it is pending, for good once posted.
@@ -137,7 +138,7 @@ type pendingBook struct {
 }
 
 func newPendingBook(keep fateRetention) *pendingBook {
-	return &pendingBook{m: map[uint64]pendingXfer{}, done: map[uint64]fate{}, closed: map[uint64]uint64{}, keep: keep}
+	return &pendingBook{m: map[uint64]pendingXfer{}, done: map[uint64]pendingState{}, closed: map[uint64]uint64{}, keep: keep}
 }
 
 // nextExpiry is the earliest expiry of an open pending transfer, or
@@ -177,8 +178,8 @@ func (b *pendingBook) resolve(id uint64, st pendingState, ts int64, txid uint64)
 		return p, false
 	}
 	delete(b.m, id)
-	b.done[id] = fate{ts: ts, by: txid, state: st}
-	b.fates = append(b.fates, id)
+	b.done[id] = st
+	b.fates = append(b.fates, fate{id: id, ts: ts, by: txid})
 	if st != pendingPosted {
 		for _, s := range p.closes() {
 			if b.closed[s] == id {
@@ -205,13 +206,11 @@ func (p *pendingXfer) closes() []uint64 {
 // transaction id at ts.
 func (b *pendingBook) prune(id uint64, ts int64) {
 	for b.head < len(b.fates) {
-		fid := b.fates[b.head]
-		if f, ok := b.done[fid]; ok {
-			if !(b.keep.age > 0 && ts-f.ts > b.keep.age) && !(b.keep.txs > 0 && id-f.by > b.keep.txs) {
-				break
-			}
-			delete(b.done, fid)
+		f := &b.fates[b.head]
+		if !(b.keep.age > 0 && ts-f.ts > b.keep.age) && !(b.keep.txs > 0 && id-f.by > b.keep.txs) {
+			break
 		}
+		delete(b.done, f.id)
 		b.head++
 	}
 	if b.head == len(b.fates) || b.head > 1024 && b.head > len(b.fates)/2 {
@@ -225,7 +224,7 @@ func (b *pendingBook) unresolve(p pendingXfer) {
 	delete(b.done, p.id)
 	b.m[p.id] = p
 	for i := len(b.fates) - 1; i >= b.head; i-- {
-		if b.fates[i] == p.id {
+		if b.fates[i].id == p.id {
 			b.fates = slices.Delete(b.fates, i, i+1)
 			break
 		}
@@ -390,20 +389,10 @@ func (b *pendingBook) encode() []byte {
 		dst = binary.LittleEndian.AppendUint16(dst, p.code)
 		dst = binary.LittleEndian.AppendUint16(dst, uint16(p.flags))
 	}
-	n := 0
-	for _, id := range b.fates[b.head:] {
-		if _, ok := b.done[id]; ok {
-			n++
-		}
-	}
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
-	for _, id := range b.fates[b.head:] {
-		f, ok := b.done[id]
-		if !ok {
-			continue
-		}
-		dst = binary.LittleEndian.AppendUint64(dst, id)
-		dst = append(dst, byte(f.state))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b.fates)-b.head))
+	for _, f := range b.fates[b.head:] {
+		dst = binary.LittleEndian.AppendUint64(dst, f.id)
+		dst = append(dst, byte(b.done[f.id]))
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(f.ts))
 		dst = binary.LittleEndian.AppendUint64(dst, f.by)
 	}
@@ -463,15 +452,16 @@ func decodePendingBook(val []byte, keep fateRetention, maxSlot, maxID uint64) (*
 		return nil, err
 	}
 	for range n {
-		id, f := binary.LittleEndian.Uint64(d), fate{state: pendingState(d[8]), ts: int64(binary.LittleEndian.Uint64(d[9:])), by: binary.LittleEndian.Uint64(d[17:])}
+		st := pendingState(d[8])
+		f := fate{id: binary.LittleEndian.Uint64(d), ts: int64(binary.LittleEndian.Uint64(d[9:])), by: binary.LittleEndian.Uint64(d[17:])}
 		d = d[fateRecLen:]
-		_, open := b.m[id]
-		_, dup := b.done[id]
-		if open || dup || id == 0 || id > maxID || f.by > maxID || f.state < pendingPosted || f.state > pendingExpired {
-			return nil, fmt.Errorf("%w: resolved pending transfer %d", errBook, id)
+		_, open := b.m[f.id]
+		_, dup := b.done[f.id]
+		if open || dup || f.id == 0 || f.id > maxID || f.by > maxID || st < pendingPosted || st > pendingExpired {
+			return nil, fmt.Errorf("%w: resolved pending transfer %d", errBook, f.id)
 		}
-		b.done[id] = f
-		b.fates = append(b.fates, id)
+		b.done[f.id] = st
+		b.fates = append(b.fates, f)
 	}
 	clear(b.closed) // as the snapshot says
 	if n, err = count(16); err != nil {
