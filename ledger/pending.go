@@ -34,9 +34,8 @@ import (
 // down are released by the first transaction after Open.
 //
 // The book remembers a resolved (posted, voided, expired) pending transfer
-// as long as an idempotency key (DedupRetention by timestamps, and
-// DedupRetentionTxs; the DedupWindow with DedupRetention < 0), so that a
-// second post or void fails with its own reason; after that it fails with
+// for DedupWindow transactions after its resolution, so that a second post
+// or void fails with its own reason; after that it fails with
 // PendingTransferNotFound. Nothing is moved twice either way.
 //
 // Three copies of the book exist: the Transactor's (ahead, the one checks
@@ -109,16 +108,11 @@ type fateRetention struct {
 	txs uint64
 }
 
-func fateRetentionOf(cfg *Config) fateRetention {
-	var k fateRetention
-	if cfg.DedupRetention > 0 {
-		k.age = int64(cfg.DedupRetention)
-		k.txs = uint64(max(cfg.DedupRetentionTxs, 0))
-	} else {
-		k.txs = cfg.DedupWindow
-	}
-	return k
-}
+// fateRetentionOf is the retention of cfg: DedupWindow transactions after
+// the resolution. Not the idempotency keys' time-based retention: at a high
+// rate of pending transfers a day of fates would take gigabytes, and every
+// snapshot encodes them.
+func fateRetentionOf(cfg *Config) fateRetention { return fateRetention{txs: cfg.DedupWindow} }
 
 // pendingBook is the set of pending transfers: open ones, and the fates
 // of resolved ones within the retention. Go maps: inserts and deletes

@@ -243,3 +243,25 @@ func TestClosingInsideAChain(t *testing.T) {
 	require.Equal(t, []FailReason{OK, OK}, fails(res))
 	require.Equal(t, AccountFlags(0), lookup(t, l, 2).Flags)
 }
+
+// TestPendingFateRetention: a resolved pending transfer is remembered for
+// DedupWindow transactions: a second post within them fails with
+// PendingTransferAlreadyPosted, after them with PendingTransferNotFound;
+// the hold moved once either way.
+func TestPendingFateRetention(t *testing.T) {
+	l, err := Open(Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, DedupWindow: 1000, DedupRetention: -1})
+	require.NoError(t, err)
+	defer l.Close()
+	res := submitAll(t, l, CreateAccount{ID: 1, Ledger: 1}, CreateAccount{ID: 2, Ledger: 1}, Transfer{From: 1, To: 2, Amount: 5, Flags: Pending})
+	hold := res[2].ID
+	res = submitAll(t, l, Transfer{Flags: PostPendingTransfer, PendingID: hold}, Transfer{Flags: PostPendingTransfer, PendingID: hold})
+	require.Equal(t, []FailReason{OK, PendingTransferAlreadyPosted}, fails(res))
+	ops := make([]Op, 1000)
+	for i := range ops {
+		ops[i] = Deposit{Account: 1, Amount: 1}
+	}
+	submitAll(t, l, ops...)
+	res = submitAll(t, l, Transfer{Flags: VoidPendingTransfer, PendingID: hold})
+	require.Equal(t, PendingTransferNotFound, res[0].Fail)
+	require.Equal(t, uint64(5), lookup(t, l, 2).CreditsPosted)
+}
