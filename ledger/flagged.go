@@ -300,7 +300,7 @@ func (x *executor) resolvePending(r *request, id uint64, ts int64, rec *txRecord
 		rec.n, rec.inline = 2, release
 	}
 	x.storePair(p.dslot, p.cslot, id, &w)
-	x.book.resolve(p.id, st, ts, id)
+	x.book.resolveOpen(&p, st, ts, id)
 	if st == pendingVoided {
 		for _, s := range p.closes() {
 			x.setClosed(s, false)

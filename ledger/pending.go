@@ -171,17 +171,23 @@ func (b *pendingBook) resolve(id uint64, st pendingState, ts int64, txid uint64)
 	if !ok {
 		return p, false
 	}
+	b.resolveOpen(&p, st, ts, txid)
+	return p, true
+}
+
+// resolveOpen is resolve of p, which the caller found open.
+func (b *pendingBook) resolveOpen(p *pendingXfer, st pendingState, ts int64, txid uint64) {
+	id := p.id
 	delete(b.m, id)
 	b.done[id] = st
 	b.fates = append(b.fates, fate{id: id, ts: ts, by: txid})
-	if st != pendingPosted {
+	if st != pendingPosted && p.flags&(ClosingDebit|ClosingCredit) != 0 {
 		for _, s := range p.closes() {
 			if b.closed[s] == id {
 				delete(b.closed, s)
 			}
 		}
 	}
-	return p, true
 }
 
 // closes returns the slots a closing transfer closes.
