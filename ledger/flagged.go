@@ -229,9 +229,9 @@ func room(limit, a, b int64) uint64 {
 // take the pending transfer's, and the record carries them.
 func (x *executor) resolvePending(r *request, id uint64, ts int64, rec *txRecord) FailReason {
 	f := r.tflags()
-	p, ok := x.book.m[r.pendingID()]
+	p, ok := x.book.m.get(r.pendingID())
 	if !ok {
-		switch x.book.done[r.pendingID()] {
+		switch st, _ := x.book.done.get(r.pendingID()); st {
 		case pendingPosted:
 			return PendingTransferAlreadyPosted
 		case pendingVoided:
