@@ -22,7 +22,9 @@ type idSlot[V any] struct {
 
 const idTableMinSlots = 64
 
-func newIDTable[V any]() idTable[V] { return idTable[V]{slots: make([]idSlot[V], idTableMinSlots), shift: 64 - 6} }
+func newIDTable[V any]() idTable[V] {
+	return idTable[V]{slots: make([]idSlot[V], idTableMinSlots), shift: 64 - 6}
+}
 
 func (t *idTable[V]) home(id uint64) uint64 { return (id * 0x9E3779B97F4A7C15) >> t.shift }
 
