@@ -87,7 +87,7 @@ release:
 modules:
 	@echo $(MODULES)
 
-## cluster: start a local 3-replica cluster (raft on 127.0.0.1:7101-7103, HTTP on 7201-7203) in ./cluster-data.
+## cluster: start a local 3-replica cluster (raft on 127.0.0.1:7101-7103, HTTP on 7201-7203, msgpack on 7301-7303) in ./cluster-data.
 cluster:
 	cd tools && go run ./cmd/ledger cluster demo --dir $(ROOT)/cluster-data
 
@@ -109,4 +109,4 @@ CLUSTER_TRIALS ?= 20
 soak:
 	cd ledger && go test -run '^TestKill9$$' -count=1 -v -timeout 60m . -args -ledger.kill-trials=$(SOAK_TRIALS)
 	cd ledgercluster && LEDGERCLUSTER_TRIALS=$(CLUSTER_TRIALS) go test -run '^TestFailoverKill9$$' -count=1 -v -timeout 30m .
-	cd ledgercluster && go test -run '^TestPartitionMinorityLeader$$' -count=$(CLUSTER_TRIALS) -timeout 30m .
+	cd ledgercluster && go test -run '^TestPartition(MinorityLeader|DropDelay)$$' -count=$(CLUSTER_TRIALS) -timeout 30m .

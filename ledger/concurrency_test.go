@@ -145,7 +145,7 @@ func TestWALBatchesAdapt(t *testing.T) {
 	ctx := context.Background()
 	countKeys := func() int {
 		n := 0
-		_, err := wal.Scan(walOptions(&l.cfg, nil), wal.Bounds{}, 0, func(wal.Segment, int64, []byte) error { n++; return nil })
+		_, err := wal.Scan(walOptions(&l.cfg, nil, nil), wal.Bounds{}, 0, func(wal.Segment, int64, []byte) error { n++; return nil })
 		require.NoError(t, err)
 		return n
 	}

@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log"
@@ -123,6 +124,41 @@ func ExampleLedger_SubmitAndWait() {
 	// account 1: debits_posted +100 -> 100
 	// account 2: credits_posted +98 -> 98
 	// account 9: credits_posted +2 -> 2
+}
+
+// A checkpoint copies a running ledger's durable state into another
+// directory (ledgercluster sends one to a replica that fell behind).
+func ExampleLedger_WriteCheckpoint() {
+	root, _ := os.MkdirTemp("", "ledger-checkpoint")
+	defer os.RemoveAll(root)
+	l, err := ledger.Open(ledger.Config{Dir: root + "/a", MaxAccounts: 100})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	if _, err := l.SubmitAndWait(ctx, ledger.CreateAccount{ID: 1, Ledger: 1}, ledger.Committed); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := l.SubmitAndWait(ctx, ledger.Deposit{Account: 1, Amount: 42}, ledger.Committed); err != nil {
+		log.Fatal(err)
+	}
+	var ck bytes.Buffer
+	if _, err := l.WriteCheckpoint(ctx, &ck); err != nil {
+		log.Fatal(err)
+	}
+	last, err := ledger.InstallCheckpoint(ledger.Config{Dir: root + "/b", MaxAccounts: 100}, &ck)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := ledger.Open(ledger.Config{Dir: root + "/b", MaxAccounts: 100})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	b, _ := c.Balance(1)
+	fmt.Println(last, b)
+	// Output: 2 42
 }
 
 // A card authorisation: a hold (Pending), then a capture of part of it

@@ -338,7 +338,7 @@ func (k *killChecker) countSegments(t *testing.T) {
 		k.removed += int(segs[0].Seq - prevOldest)
 		k.pruned++
 	}
-	res, err := wal.Scan(walOptions(&k.cfg, nil), wal.Bounds{}, ^uint64(0), func(wal.Segment, int64, []byte) error { return nil })
+	res, err := wal.Scan(walOptions(&k.cfg, nil, nil), wal.Bounds{}, ^uint64(0), func(wal.Segment, int64, []byte) error { return nil })
 	require.NoError(t, err)
 	if res.Unborn != "" {
 		k.unborn++

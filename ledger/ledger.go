@@ -134,8 +134,16 @@ type Ledger struct {
 	err       error // first storage error
 	closeOnce sync.Once
 	closeErr  error
+	ckptMu    sync.RWMutex // WriteCheckpoint reads under it; close takes it before closing the store
 
 	rep replication // replicate.go
+
+	// The history and query indexes (historyindex.go): written by the
+	// Snapshotter; nil with Config.DisableIndex or on a follower.
+	ix      *indexWriter
+	ixCatch catchUpStats // what Open did to the index
+	_       pad
+	indexed atomic.Uint64 // Snapshotter: last transaction in the index
 }
 
 // Open validates cfg, opens (or creates) the directory, recovers the state
@@ -211,6 +219,14 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 		db.Close()
 		return nil, err
 	}
+	var ix *indexWriter
+	if !mode.follower {
+		if ix, rs.ixCatch, err = openIndex(db, &cfg, rs); err != nil {
+			db.Close()
+			return nil, err
+		}
+		rs.ix = ix
+	}
 	if n := len(truncs); n > 0 {
 		t := truncs[n-1]
 		log.Printf("ledger: %s: ledger recover cut its log after tx %d on %s, accepting the loss of what followed (damage: %s at offset %d, tx %d..%d: %s); %d recover(s) recorded",
@@ -222,13 +238,18 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 	}
 	// Recovered: from here on Open may write. A new segment takes the
 	// transactions after the last one kept (an unborn one is replaced).
-	w, err := wal.Create(walOptions(&cfg, db), rs.segs, rs.last+1)
+	hash := new(atomic.Uint64) // the replica hash, from here on advanced past each batch appended
+	hash.Store(rs.hash)
+	w, err := wal.Create(walOptions(&cfg, db, hash), rs.segs, rs.last+1)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	l, err := start(cfg, db, w, rs, mode)
+	l, err := start(cfg, db, w, rs, mode, hash)
 	if err != nil {
+		if ix != nil {
+			ix.b.Close()
+		}
 		w.Close()
 		db.Close()
 		return nil, err
@@ -236,9 +257,9 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 	return l, nil
 }
 
-func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMode) (*Ledger, error) {
+func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMode, hash *atomic.Uint64) (*Ledger, error) {
 	l := &Ledger{
-		rep: replication{repl: mode.repl, follower: mode.follower}, cfg: cfg, db: db, wal: w, base: rs.last + 1,
+		rep: replication{repl: mode.repl, follower: mode.follower, hash: hash}, cfg: cfg, db: db, wal: w, base: rs.last + 1,
 		readable:   rs.bal, // recovery built them in place: no copy
 		accts:      rs.accts,
 		snapBook:   rs.book.clone(),
@@ -265,9 +286,10 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 		p.Store(rs.last)
 	}
 	l.persisted.Store(rs.snapshot)
+	l.ix, l.ixCatch = rs.ix, rs.ixCatch
+	l.indexed.Store(rs.last)
 	l.visible.Store(rs.accts.n)
 	l.spare.Store(&snapshotData{})
-	l.rep.hash.Store(rs.hash)
 
 	l.pm = pressure.New(cfg.WaitStrategy)
 	var st [3]*pressure.Stage
@@ -279,14 +301,19 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 	l.txStage, l.walStage, l.snapStage = st[0], st[1], st[2]
 	x := &executor{readable: l.readable, accts: l.accts, ov: newOverlay(overlaySlots(cfg.RingSize), rs.last), dedup: rs.dedup, maxEntries: cfg.MaxEntries,
 		book: rs.book}
-	if l.rep.follower { // Apply replays onto rs; no stage runs
-		l.rep.rs = rs
-		go l.sweepFns()
-		return l, nil
-	}
 	refs := newRefWindow(cfg.DedupWindow)
 	for _, r := range rs.refs {
 		refs.push(r)
+	}
+	if l.rep.follower { // Apply replays onto rs; only the persister runs
+		l.rep.rs, l.rep.refs, l.rep.lastSnap = rs, refs, rs.snapshot
+		if cfg.DedupRetention > 0 {
+			l.rep.run = &refRun{}
+		}
+		l.wg.Add(1)
+		go l.runPersister()
+		go l.sweepFns()
+		return l, nil
 	}
 	l.wg.Add(4)
 	go l.runTransactor(st[0], x)
@@ -313,11 +340,16 @@ func (l *Ledger) close() error {
 		runtime.Gosched()
 	}
 	l.stopping.Store(true)
+	if l.rep.follower {
+		close(l.persistCh) // no Apply is in flight: none hands over a snapshot again
+	}
 	l.pm.Wake()
 	l.wg.Wait()
 	l.pm.Close()
 	l.stop()
 	<-l.swept
+	l.ckptMu.Lock() // a checkpoint being written finishes first
+	defer l.ckptMu.Unlock()
 	werr := l.wal.Close()
 	err := l.db.Close()
 	return errors.Join(l.storageErr(), werr, err)
@@ -667,12 +699,5 @@ func (l *Ledger) Lookup(id uint64) (Account, error) {
 	if !ok || s >= l.visible.Load() {
 		return Account{}, fmt.Errorf("account %d: %w", id, ErrAccountNotFound)
 	}
-	a := l.accts.meta[s].public()
-	if l.closedBits.get(s) {
-		a.Flags |= Closed // by a closing transfer
-	}
-	c := l.readable[cell(s, 0):cell(s, numColumns)]
-	a.DebitsPosted, a.CreditsPosted = uint64(c[DebitsPosted].Load()), uint64(c[CreditsPosted].Load())
-	a.DebitsPending, a.CreditsPending = uint64(c[DebitsPending].Load()), uint64(c[CreditsPending].Load())
-	return a, nil
+	return l.account(s), nil
 }

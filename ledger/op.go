@@ -124,6 +124,35 @@ func (Withdrawal) isOp()    {}
 func (Transfer) isOp()      {}
 func (Composite) isOp()     {}
 
+// UserRefOf returns op's UserRef (its idempotency key), 0 for none or an
+// op type it does not know. A client may retry an op whose outcome it
+// does not know only with a non-zero one.
+func UserRefOf(op Op) uint64 {
+	switch o := op.(type) {
+	case CreateAccount:
+		return o.UserRef
+	case Deposit:
+		return o.UserRef
+	case Withdrawal:
+		return o.UserRef
+	case Transfer:
+		return o.UserRef
+	case Composite:
+		return o.UserRef
+	case *CreateAccount:
+		return o.UserRef
+	case *Deposit:
+		return o.UserRef
+	case *Withdrawal:
+		return o.UserRef
+	case *Transfer:
+		return o.UserRef
+	case *Composite:
+		return o.UserRef
+	}
+	return 0
+}
+
 // Kind is the type of a journaled transaction.
 type Kind uint8
 

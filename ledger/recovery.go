@@ -33,6 +33,10 @@ type recovered struct {
 	// (snapshot, snapEnd], every cell an entry touched: its chunk value,
 	// and whether that value was one of the cell's values in the window.
 	win map[uint64]winAcct
+	// The history index's writer, once Open brought it to last
+	// (historyrecovery.go), and what that took.
+	ix      *indexWriter
+	ixCatch catchUpStats
 }
 
 type winAcct struct {
@@ -268,12 +272,23 @@ func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
 		return err
 	}
 	var t walTx
+	var seq uint64 // the segment being read
 	// Every segment is read in full, below the snapshot too: the same
 	// rules as Verify, whatever the snapshot covers.
-	res, err := wal.Scan(walOptions(cfg, nil), bounds, 0, func(seg wal.Segment, off int64, p []byte) error {
+	res, err := wal.Scan(walOptions(cfg, nil, nil), bounds, 0, func(seg wal.Segment, off int64, p []byte) error {
 		b, err := parseBatch(p) // Scan verified its checksum
 		if err != nil {
 			return err
+		}
+		if seg.Seq != seq {
+			// The chain continues from what the segment's creation
+			// recorded: past the batches retention removed.
+			seq = seg.Seq
+			if h, ok, err := segmentHash(db, seq); err != nil {
+				return err
+			} else if ok {
+				rs.hash = h
+			}
 		}
 		rs.hash = chainBatch(rs.hash, p) // replicate.go
 		if b.last() <= rs.last {

@@ -24,17 +24,22 @@ import (
 //     wraps *NotLeaderError when leadership was lost).
 //
 //   - Follower. OpenFollower opens a ledger whose pipeline stages do not
-//     run: submits fail with *NotLeaderError. Apply takes one leader batch,
+//     run (but the persister): submits fail with *NotLeaderError. Apply
+//     takes one leader batch, appends it unchanged to the follower's WAL,
 //     replays it with replayBatch (the function Open's recovery uses, so a
 //     follower's state is by construction what recovery of the same WAL
-//     yields), appends it unchanged to the follower's WAL and advances every
-//     index. A follower promoted to leader is closed and reopened with Open:
-//     recovery rebuilds the Transactor's state from that WAL.
+//     yields), keeps the dedup window and durable idempotency index as the
+//     Snapshotter does, advances every index, and hands the persister a
+//     snapshot every SnapshotEvery transactions (which prunes the WAL as on
+//     a leader). A follower promoted to leader is closed and reopened with
+//     Open: recovery rebuilds the Transactor's state from its newest
+//     snapshot and the WAL after it.
 //
-//   - Hash. Every replica chains the checksums of the batches in its WAL
-//     (retained at Open, then written or applied): replicas holding the same
-//     batches have the same hash. It costs no hashing: a batch's CRC32C is
-//     already in its header.
+//   - Hash. Every replica chains the checksums of the batches of the
+//     history: each WAL segment's creation records the chain before its
+//     first batch (walfiles.go), so replicas that retain different WAL, or
+//     installed a checkpoint (checkpoint.go), agree. It costs no hashing: a
+//     batch's CRC32C is already in its header.
 //
 // With no Replicator (a single node), Replicated is Committed: a quorum of
 // one is the local disk, and waits for it are waits for Committed. The
@@ -51,10 +56,16 @@ type Replicator interface {
 }
 
 // NotLeaderError refuses a submit on a replica that is not the leader.
-// Leader is the leader's client address if the replica knows it.
+// Leader is the leader's client address and LeaderID its replica id, if
+// the replica knows them. It matches ErrNotLeader.
 type NotLeaderError struct {
-	Leader string
+	Leader   string
+	LeaderID uint64
 }
+
+// ErrNotLeader is matched (errors.Is) by every *NotLeaderError, and by
+// the wire error a server sends for one.
+var ErrNotLeader = errors.New("ledger: not the leader")
 
 func (e *NotLeaderError) Error() string {
 	if e.Leader == "" {
@@ -62,6 +73,9 @@ func (e *NotLeaderError) Error() string {
 	}
 	return "ledger: not the leader; the leader is " + e.Leader
 }
+
+// Is reports whether target is ErrNotLeader.
+func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
 
 // ErrNotFollower is returned by Apply on a ledger opened with Open.
 var ErrNotFollower = errors.New("ledger: not a follower")
@@ -78,11 +92,16 @@ type replication struct {
 	follower bool       // opened by OpenFollower; read-only after Open
 	rs       *recovered // follower: the replay state Apply continues
 	buf      []byte     // follower: Apply's WAL record buffer
+	// Follower: what the Snapshotter keeps on a leader, kept by Apply,
+	// so that a follower snapshots and prunes its WAL like a leader.
+	refs     refWindow // the dedup window, for snapshots
+	run      *refRun   // the durable idempotency index's next run, if kept
+	lastSnap uint64    // tx id of the last snapshot handed to the persister
 	// replicated is the Replicated index: stored by the WAL stage (leader)
 	// or Apply (follower) after the batch is durable on a quorum.
 	replicated atomic.Uint64
-	hash       atomic.Uint64          // chain of the batch checksums in the WAL
-	leader     atomic.Pointer[string] // follower: the leader's address, if known
+	hash       *atomic.Uint64                 // chain of the checksums of every batch in the history (walfiles.go records it per segment)
+	leader     atomic.Pointer[NotLeaderError] // follower: the leader, if known
 }
 
 // OpenReplicated opens dir like Open, as a cluster's leader whose group
@@ -100,14 +119,16 @@ func OpenFollower(cfg Config) (*Ledger, error) {
 	return open(cfg, openMode{follower: true})
 }
 
-// SetLeader records the leader's client address, which a follower's
-// *NotLeaderError carries; "" when unknown.
-func (l *Ledger) SetLeader(addr string) { l.rep.leader.Store(&addr) }
+// SetLeader records the leader's replica id and client address, which a
+// follower's *NotLeaderError carries; 0 and "" when unknown.
+func (l *Ledger) SetLeader(id uint64, addr string) {
+	l.rep.leader.Store(&NotLeaderError{Leader: addr, LeaderID: id})
+}
 
 func (l *Ledger) notLeader() error {
 	e := &NotLeaderError{}
 	if p := l.rep.leader.Load(); p != nil {
-		e.Leader = *p
+		*e = *p
 	}
 	return e
 }
@@ -168,10 +189,12 @@ func (l *Ledger) waitLevel(level Level) Level {
 // Apply appends one batch of the leader's (a WAL batch record as the
 // leader's Replicator received it) to a follower's WAL and applies it. A
 // batch at or below the follower's last transaction is skipped: replaying
-// the leader's log is idempotent. A batch that does not follow the last
-// transaction, or does not replay, fails with a *CorruptError and changes
-// nothing durable; a replay error inside the batch leaves the in-memory
-// state half applied, so the follower fails and must be reopened.
+// the leader's log is idempotent. A batch that fails its checksum or does
+// not follow the last transaction fails with a *CorruptError and changes
+// nothing. The batch is appended before it is replayed (a snapshot the
+// persister writes meanwhile may hold its balances, so it must be in the
+// WAL first, as on a leader): one that then does not replay fails the
+// follower with a *CorruptError, and its Open refuses the WAL likewise.
 // Apply is called from one goroutine at a time.
 func (l *Ledger) Apply(batch []byte) error {
 	if !l.rep.follower {
@@ -193,27 +216,44 @@ func (l *Ledger) Apply(batch []byte) error {
 		return &CorruptError{File: walDir, FirstTx: TxID(b.first), LastTx: TxID(b.last()),
 			Reason: fmt.Sprintf("replicated batch does not follow tx %d", rs.last)}
 	}
-	var t walTx
-	accounts := rs.accts.n
-	if err := replayBatch(&b, &t, rs); err != nil {
-		err = &CorruptError{File: walDir, FirstTx: TxID(b.first), LastTx: TxID(b.last()), Reason: "replicated batch: " + err.Error()}
-		l.fail(err)
-		return err
-	}
-	rs.replayedRefs = rs.replayedRefs[:0] // only Open's loadRefIndex reads them
 	l.rep.buf = append(append(l.rep.buf[:0], make([]byte, wal.HeaderRoom)...), batch...)
 	if err := l.wal.Append(l.rep.buf, b.first, b.last()); err != nil {
 		l.fail(err)
 		return l.storageErr()
 	}
+	l.rep.hash.Store(chainBatch(l.rep.hash.Load(), batch))
+	var t walTx
+	accounts := rs.accts.n
+	// Before any balance store of the batch: a persister that reads one
+	// of them and then loads applying sees at least its last tx.
+	l.applying.Store(b.last())
+	if err := replayBatch(&b, &t, rs); err != nil {
+		err = &CorruptError{File: walDir, FirstTx: TxID(b.first), LastTx: TxID(b.last()), Reason: "replicated batch: " + err.Error()}
+		l.fail(err)
+		return err
+	}
 	l.walBatches.Add(1)
 	l.walBytes.Add(uint64(len(batch)))
-	l.rep.hash.Store(chainBatch(l.rep.hash.Load(), batch))
-	// The account records of the batch's creations, as the Snapshotter
-	// writes them on a leader.
+	// The account records of the batch's creations and its refs in the
+	// durable index, as the Snapshotter writes them on a leader, before
+	// any snapshot covers the batch.
 	if err := writeAccountRecords(l.db, rs.accts, accounts); err != nil {
 		l.fail(err)
 		return l.storageErr()
+	}
+	for _, u := range rs.replayedRefs {
+		l.rep.refs.trim(u.id, nil)
+		l.rep.refs.push(refEntry{id: u.id, ref: u.ref})
+		if l.rep.run != nil {
+			l.rep.run.add(u.id, u.ref, u.ts)
+		}
+	}
+	rs.replayedRefs = rs.replayedRefs[:0]
+	if l.rep.run != nil {
+		if err := l.rep.run.flush(l.db); err != nil {
+			l.fail(err)
+			return l.storageErr()
+		}
 	}
 	last := b.last()
 	// Work, then index (invariant 3), downstream last so that the indexes
@@ -227,6 +267,17 @@ func (l *Ledger) Apply(batch []byte) error {
 	l.snapshot.Store(last)
 	for lv := Computed; lv <= Replicated; lv++ {
 		l.waits[lv].release(TxID(last))
+	}
+	// A snapshot every SnapshotEvery transactions, or for a Snapshot
+	// call, as the Snapshotter decides on a leader; the persister writes
+	// it while later batches apply, and prunes the WAL below it.
+	due := l.cfg.SnapshotEvery > 0 && last-l.rep.lastSnap >= uint64(l.cfg.SnapshotEvery)
+	if want := l.snapWant.Load(); want > l.rep.lastSnap && last >= want {
+		due = true
+	}
+	// The book as of last is the replay's own (Apply runs the batch whole).
+	if due && l.takeSnapshot(last, t.ts, rs.accts.n, &l.rep.refs, rs.book) {
+		l.rep.lastSnap = last
 	}
 	return nil
 }

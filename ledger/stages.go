@@ -393,13 +393,18 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 	var op bookOp
 	acctBatch := l.db.NewBatch() // the account records of a batch's creations
 	defer acctBatch.Close()
+	ix := l.ix // the history and query indexes, if kept (historyindex.go)
+	var cells cellSource = liveCells(l.readable)
+	if ix != nil {
+		defer ix.b.Close()
+	}
 	for {
 		recs := l.toSnap.PeekN(snapshotterRun)
 		if len(recs) == 0 {
 			// A requested snapshot of an idle ledger: everything asked
 			// for is applied. Checked before the exit test, so a request
 			// made before Close is still served while the pipeline drains.
-			if want := l.snapWant.Load(); want > lastSnap && applied >= want && l.takeSnapshot(applied, appliedTs, accounts, &refs) {
+			if want := l.snapWant.Load(); want > lastSnap && applied >= want && l.takeSnapshot(applied, appliedTs, accounts, &refs, l.snapBook) {
 				lastSnap = applied
 				continue
 			}
@@ -434,6 +439,12 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 					return
 				}
 			}
+			if ix != nil && (ix.nHist != 0 || r.kind == KindCreateAccount) {
+				if err := ix.history(recs, i, cells); err != nil {
+					l.fail(err)
+					return
+				}
+			}
 			if r.kind == KindCreateAccount && r.fail == OK {
 				acctBatch.Set(idKey(prefixAccount, accounts), encodeAccountRecord(r.account()), nil)
 				accounts++
@@ -461,6 +472,14 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 				return
 			}
 		}
+		// Before Snapshot: a read that loads the index sees these keys.
+		if ix != nil {
+			if err := ix.apply(recs, false); err != nil {
+				l.fail(err)
+				return
+			}
+			l.indexed.Store(last)
+		}
 		applied, appliedTs = last, recs[len(recs)-1].ts
 		l.visible.Store(accounts) // before Snapshot: a reader seeing the index sees the accounts
 		l.snapshot.Store(last)
@@ -473,7 +492,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		}
 		// If the previous snapshot is still being written, takeSnapshot
 		// skips and the next batch (or idle iteration) tries again.
-		if due && l.takeSnapshot(last, appliedTs, accounts, &refs) {
+		if due && l.takeSnapshot(last, appliedTs, accounts, &refs, l.snapBook) {
 			lastSnap = last
 		}
 	}
@@ -485,14 +504,14 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 // previous one. Nothing is
 // copied: the persister reads the readable balances while the Snapshotter
 // goes on applying (a fuzzy snapshot, see recoverState).
-func (l *Ledger) takeSnapshot(at uint64, ts int64, accounts uint64, refs *refWindow) bool {
+func (l *Ledger) takeSnapshot(at uint64, ts int64, accounts uint64, refs *refWindow, book *pendingBook) bool {
 	s := l.spare.Swap(nil)
 	if s == nil {
 		return false
 	}
 	refs.trim(at+1, nil)
 	s.txID, s.ts, s.refs, s.accounts = at, ts, refs.entries(), accounts
-	s.book = l.snapBook.encode() // as of at: a copy, O(pending transfers)
+	s.book = book.encode() // as of at: a copy, O(pending transfers)
 	l.persistCh <- s
 	return true
 }

@@ -148,12 +148,12 @@ func truncateDir(fs vfs.FS, dir string, after uint64) (*truncation, error) {
 
 	// Copy the log up to after into wal.new; the batch holding after is
 	// re-encoded with its transactions up to after.
-	opts := walOptions(&cfg, nil)
+	opts := walOptions(&cfg, nil, nil)
 	opts.Dir = newDir
 	var w *wal.Writer
 	var buf []byte
 	errStop := errors.New("stop")
-	_, err = wal.Scan(walOptions(&cfg, nil), bounds, 0, func(_ wal.Segment, _ int64, p []byte) error {
+	_, err = wal.Scan(walOptions(&cfg, nil, nil), bounds, 0, func(_ wal.Segment, _ int64, p []byte) error {
 		first, last, err := batchSpan(p)
 		if err != nil {
 			return err
@@ -236,7 +236,7 @@ func finishTruncate(fs vfs.FS, dir string, after uint64, rec *truncation) (*trun
 	if err != nil {
 		return nil, err
 	}
-	res, err := wal.Scan(walOptions(&cfg, nil), wal.Bounds{}, 0, func(wal.Segment, int64, []byte) error { return nil })
+	res, err := wal.Scan(walOptions(&cfg, nil, nil), wal.Bounds{}, 0, func(wal.Segment, int64, []byte) error { return nil })
 	if err != nil {
 		return nil, walError(err)
 	}

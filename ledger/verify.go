@@ -433,7 +433,7 @@ func (v *verifier) scan(fs vfs.FS, dir string, db *pebble.DB, refs *refCheck) er
 
 	var t walTx
 	var expect uint64 // first id of the next batch; 0 before the first
-	res, err := wal.Scan(walOptions(&Config{FS: fs, Dir: dir}, nil), bounds, 0, func(seg wal.Segment, off int64, p []byte) error {
+	res, err := wal.Scan(walOptions(&Config{FS: fs, Dir: dir}, nil, nil), bounds, 0, func(seg wal.Segment, off int64, p []byte) error {
 		v.rep.Batches++
 		at := loc{file: walDir + "/" + seg.Name(), off: off}
 		b, err := openBatch(p) // Scan verified it

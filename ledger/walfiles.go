@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -15,8 +16,9 @@ const walDir = "wal"
 
 // walOptions are the WAL's options for a ledger directory. With db set, a
 // new segment's sequence number is recorded in pebble (synced) before the
-// segment takes a batch, so that a deleted newest segment is noticed.
-func walOptions(cfg *Config, db *pebble.DB) wal.Options {
+// segment takes a batch, so that a deleted newest segment is noticed, with
+// hash, the chain of the batches appended so far (see writeNewest).
+func walOptions(cfg *Config, db *pebble.DB, hash *atomic.Uint64) wal.Options {
 	fs, size := cfg.FS, cfg.WALSegmentSize
 	if fs == nil {
 		fs = vfs.Default
@@ -26,10 +28,47 @@ func walOptions(cfg *Config, db *pebble.DB) wal.Options {
 	}
 	o := wal.Options{FS: fs, Dir: fs.PathJoin(cfg.Dir, walDir), SegmentSize: size, Span: batchSpan}
 	if db != nil {
-		o.Created = func(s wal.Segment) error { return writeSeq(db, newestSegKey, s.Seq) }
-		o.Oldest = func(s wal.Segment) error { return writeSeq(db, oldestSegKey, s.Seq) }
+		o.Created = func(s wal.Segment) error { return writeNewest(db, s.Seq, hash) }
+		o.Oldest = func(s wal.Segment) error {
+			// The hashes of the segments retention removes go with them.
+			if err := db.DeleteRange(idKey(prefixHash, 0), idKey(prefixHash, s.Seq), pebble.NoSync); err != nil {
+				return fmt.Errorf("ledger: drop WAL segment hashes: %w", err)
+			}
+			return writeSeq(db, oldestSegKey, s.Seq)
+		}
 	}
 	return o
+}
+
+// writeNewest records seq as the newest segment and, beside it, the chain
+// of the checksums of every batch before the segment (hash, which the
+// caller has advanced past every batch appended so far): replicas that
+// retain different amounts of WAL start their hash from it and agree.
+func writeNewest(db *pebble.DB, seq uint64, hash *atomic.Uint64) error {
+	b := db.NewBatch()
+	defer b.Close()
+	_ = b.Set(newestSegKey, sealRecord(binary.LittleEndian.AppendUint64(nil, seq)), nil)
+	if hash != nil {
+		_ = b.Set(idKey(prefixHash, seq), sealRecord(binary.LittleEndian.AppendUint64(nil, hash.Load())), nil)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("ledger: record WAL segment %d: %w", seq, err)
+	}
+	return nil
+}
+
+// segmentHash returns the hash chain before segment seq's first batch, if
+// its creation recorded one (segments written before the hashes were have
+// none).
+func segmentHash(db *pebble.DB, seq uint64) (uint64, bool, error) {
+	key := idKey(prefixHash, seq)
+	if _, closer, err := db.Get(key); errors.Is(err, pebble.ErrNotFound) {
+		return 0, false, nil
+	} else if err == nil {
+		closer.Close()
+	}
+	h, err := readSeq(db, key)
+	return h, err == nil, err
 }
 
 func writeSeq(db *pebble.DB, key []byte, seq uint64) error {
@@ -143,7 +182,7 @@ func readResult(w *wal.Writer, id uint64) (Result, error) {
 // ledger it sees at least what was committed when it started.
 func scanWAL(cfg *Config, from uint64, fn func(*walTx) error) (wal.Result, error) {
 	var t walTx
-	res, err := wal.Scan(walOptions(cfg, nil), wal.Bounds{}, from, func(seg wal.Segment, off int64, p []byte) error {
+	res, err := wal.Scan(walOptions(cfg, nil, nil), wal.Bounds{}, from, func(seg wal.Segment, off int64, p []byte) error {
 		b, err := openBatch(p)
 		for err == nil {
 			var more bool

@@ -30,7 +30,7 @@ func walBatches(t *testing.T, dir string) []batchAt {
 	cfg, err := cfg.withDefaults()
 	require.NoError(t, err)
 	var out []batchAt
-	_, err = wal.Scan(walOptions(&cfg, nil), wal.Bounds{}, 0, func(seg wal.Segment, off int64, p []byte) error {
+	_, err = wal.Scan(walOptions(&cfg, nil, nil), wal.Bounds{}, 0, func(seg wal.Segment, off int64, p []byte) error {
 		first, last, err := batchSpan(p)
 		if err != nil {
 			return err
@@ -93,7 +93,7 @@ func rewriteWALFrom(t *testing.T, dir string, keep uint64) {
 				continue
 			}
 			if w == nil {
-				w, err = wal.Create(walOptions(&cfg, db), nil, b.first)
+				w, err = wal.Create(walOptions(&cfg, db, nil), nil, b.first)
 				require.NoError(t, err)
 			}
 			require.NoError(t, w.Append(append([]byte{0}, b.batch...), b.first, b.last))

@@ -3,6 +3,7 @@ package ledgercluster
 import (
 	"context"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,6 +49,18 @@ func BenchmarkReplicatedThroughput(b *testing.B) {
 // Replicated delivery. b.N ops: -benchtime 100000x is two seconds.
 func BenchmarkReplicatedLatency(b *testing.B) {
 	const rate, every = 50_000, time.Millisecond
+	var saveMu sync.Mutex
+	var leaderSaves, followerSaves []int64
+	saveObserver = func(_ uint64, leader bool, took time.Duration) {
+		saveMu.Lock()
+		if leader {
+			leaderSaves = append(leaderSaves, int64(took))
+		} else {
+			followerSaves = append(followerSaves, int64(took))
+		}
+		saveMu.Unlock()
+	}
+	defer func() { saveObserver = nil }()
 	c := startInproc(b, 3, false)
 	l := c.nodes[c.leader(10*time.Second)].Ledger()
 	lat := make([]int64, b.N)
@@ -78,4 +91,33 @@ func BenchmarkReplicatedLatency(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2])/1e6, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100])/1e6, "p99-ms")
 	b.ReportMetric(float64(lat[len(lat)-1])/1e6, "max-ms")
+	// Where the tail comes from: the fsync'd writes on the path.
+	saveMu.Lock()
+	defer saveMu.Unlock()
+	p99 := func(v []int64) float64 {
+		if len(v) == 0 {
+			return 0
+		}
+		slices.Sort(v)
+		return float64(v[len(v)*99/100]) / 1e6
+	}
+	st := l.Stats()
+	b.ReportMetric(p99(leaderSaves), "raftsave-leader-p99-ms")
+	b.ReportMetric(p99(followerSaves), "raftsave-follower-p99-ms")
+	b.ReportMetric(float64(histP99(&st.WALSyncTimes))/1e6, "walsync-leader-p99-ms")
+	b.ReportMetric(float64(st.WALBatches)/float64(max(1, len(leaderSaves))), "walbatches-per-raftsave")
+}
+
+// histP99 is the upper bound of the bucket that holds h's 99th percentile.
+func histP99(h *ledger.Histogram) uint64 {
+	n, want := uint64(0), h.Count()*99/100
+	for i, c := range h.Counts {
+		if n += c; n > want {
+			if i == len(h.Counts)-1 {
+				return h.Bound(i - 1)
+			}
+			return h.Bound(i)
+		}
+	}
+	return 0
 }

@@ -3,6 +3,7 @@ package ledgercluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,18 @@ type Client struct {
 	// Backoff is the pause before asking the next replica after one failed
 	// to answer; default 10 ms.
 	Backoff time.Duration
+	// Token, if set, is sent as a bearer token.
+	Token  string
+	scheme string
+}
+
+// NewTLSClient is NewClient over HTTPS with tc (RootCAs to verify the
+// replicas; Certificates for mutual TLS).
+func NewTLSClient(tc *tls.Config, addrs ...string) *Client {
+	c := NewClient(addrs...)
+	c.hc.Transport = &http.Transport{TLSClientConfig: tc}
+	c.scheme = "https://"
+	return c
 }
 
 // ErrNoRef refuses a Submit without a user_ref: its outcome could not be
@@ -32,7 +45,7 @@ var ErrNoRef = errors.New("ledgercluster: an op needs a user_ref to be retried")
 // NewClient returns a client of the replicas at addrs (host:port of each
 // --http-addr).
 func NewClient(addrs ...string) *Client {
-	return &Client{addrs: addrs, hc: &http.Client{Timeout: 5 * time.Second}, Backoff: 10 * time.Millisecond}
+	return &Client{addrs: addrs, hc: &http.Client{Timeout: 5 * time.Second}, Backoff: 10 * time.Millisecond, scheme: "http://"}
 }
 
 // Submit sends req until a leader answers it or ctx ends. A 400 (bad
@@ -52,11 +65,14 @@ func (c *Client) Submit(ctx context.Context, req OpRequest) (OpResponse, error) 
 		if err := ctx.Err(); err != nil {
 			return OpResponse{}, err
 		}
-		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.addrs[c.at]+"/v1/ops", bytes.NewReader(body))
+		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.scheme+c.addrs[c.at]+"/v1/ops", bytes.NewReader(body))
 		if err != nil {
 			return OpResponse{}, err
 		}
 		hr.Header.Set("Content-Type", "application/json")
+		if c.Token != "" {
+			hr.Header.Set("Authorization", "Bearer "+c.Token)
+		}
 		resp, err := c.hc.Do(hr)
 		if err != nil {
 			c.next(ctx)
@@ -70,8 +86,8 @@ func (c *Client) Submit(ctx context.Context, req OpRequest) (OpResponse, error) 
 			c.next(ctx)
 		case resp.StatusCode == http.StatusOK:
 			return r, nil
-		case resp.StatusCode == http.StatusBadRequest:
-			return r, fmt.Errorf("ledgercluster: %s", r.Error)
+		case resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+			return r, fmt.Errorf("ledgercluster: %d %s", resp.StatusCode, r.Error)
 		case resp.StatusCode == http.StatusMisdirectedRequest && r.Leader != "" && r.Leader != c.addrs[c.at]:
 			c.follow(ctx, r.Leader)
 		default: // 421 without a leader (an election), 503 (changing role): ask again

@@ -1,6 +1,7 @@
 package ledgercluster
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/server"
 )
 
 // ErrConfig is wrapped by every refusal of a Config.
@@ -33,6 +35,15 @@ type Config struct {
 	// ClientAddrs maps replica ids to the addresses clients reach them at;
 	// a follower's *ledger.NotLeaderError names the leader's. Optional.
 	ClientAddrs map[uint64]string
+	// TCPAddrs maps replica ids to their ledger server's msgpack address
+	// (server.NewReplica), which a not_leader answer there names.
+	// Optional.
+	TCPAddrs map[uint64]string
+	// Join starts a new replica of a running cluster: it waits, outside
+	// the configuration, until the leader adds it (AddReplica) and sends
+	// it the log or a snapshot. Peers must name the cluster's replicas and
+	// this one. Ignored once the directory holds a raft log.
+	Join bool
 	// Dir holds the replica: Dir/raft (the raft log) and Dir/ledger.
 	Dir string
 	// Ledger configures the ledger; its Dir and WALRetention are set by
@@ -45,6 +56,20 @@ type Config struct {
 	ElectionTicks int
 	// Logger receives raft's and the replica's log; default slog.Default.
 	Logger *slog.Logger
+
+	// Security, with the ledger server's tokens and TLS (ledger/server).
+	// Tokens, if set, guard Handler: a GET needs a read_only or read_write
+	// bearer token, anything else read_write.
+	Tokens []server.Token
+	// PeerToken, if set, is the secret every replica's raft connections
+	// carry in their hello and require of incoming ones (at least
+	// server.MinTokenLen bytes; the same on every replica).
+	PeerToken string
+	// TLS, if set, is the raft listener's TLS (Certificates; ClientCAs
+	// and ClientAuth for mutual TLS); PeerTLS what this replica dials its
+	// peers with (RootCAs to verify them, Certificates for mutual TLS).
+	// Set both or neither.
+	TLS, PeerTLS *tls.Config
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -74,6 +99,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if (c.TLS == nil) != (c.PeerTLS == nil) {
+		return c, fmt.Errorf("%w: TLS and PeerTLS go together (a replica both accepts and dials)", ErrConfig)
+	}
+	if c.PeerToken != "" && (len(c.PeerToken) < server.MinTokenLen || len(c.PeerToken) > 255) {
+		return c, fmt.Errorf("%w: peer token of %d bytes, want %d to 255", ErrConfig, len(c.PeerToken), server.MinTokenLen)
 	}
 	return c, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/server"
 )
 
 // Handler serves a replica's client API over HTTP/JSON:
@@ -19,18 +20,83 @@ import (
 //	GET  /v1/balance/{acct}  -> {"balance","applied"}: as of the replica's applied tx;
 //	                            ?linearizable=true: through raft's ReadIndex, leader only (421 else)
 //	GET  /v1/status          -> Status
+//	GET  /v1/members         -> []Member: the address book and raft's voters
+//	POST /v1/members         {"id","raft","client","tcp"} -> 200 once the replica is added (leader only, 421 else)
+//	DELETE /v1/members/{id}  -> 200 once the replica is removed (leader only, 421 else)
 //	GET  /metrics            -> Prometheus gauges (applied, replicated, leader, WAL hash)
 //
 // Requests are decoded strictly (an unknown field is a 400 naming it). A
 // client retries a 421 or 503 on the leader named, with the same user_ref:
-// the leader's idempotency index makes the retry exactly-once.
+// the leader's idempotency index makes the retry exactly-once. With
+// Config.Tokens every request needs a bearer token (the ledger server's
+// rules: read_only for GET, read_write else; 401 or 403 otherwise).
 func Handler(n *Node) http.Handler {
+	h := routes(n)
+	if n.auth == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		need := server.ReadWrite
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			need = server.ReadOnly
+		}
+		switch reason := n.auth.AuthorizeHTTP(r, need); reason {
+		case "":
+			h.ServeHTTP(w, r)
+		case "forbidden":
+			writeJSON(w, http.StatusForbidden, OpResponse{Error: "forbidden: a read_only token"})
+		default:
+			n.log.Warn("client request refused", "reason", reason, "remote", r.RemoteAddr, "path", r.URL.Path)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ledger"`)
+			writeJSON(w, http.StatusUnauthorized, OpResponse{Error: "unauthorized: " + reason + " token"})
+		}
+	})
+}
+
+func routes(n *Node) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/ops", n.handleOp)
 	mux.HandleFunc("GET /v1/balance/{account}", n.handleBalance)
 	mux.Handle("GET /metrics", metricsHandler(n))
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, n.Status()) })
+	mux.HandleFunc("GET /v1/members", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, n.Members()) })
+	mux.HandleFunc("POST /v1/members", n.handleAdd)
+	mux.HandleFunc("DELETE /v1/members/{id}", n.handleRemove)
 	return mux
+}
+
+func (n *Node) handleAdd(w http.ResponseWriter, r *http.Request) {
+	var m Member
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<12))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		writeJSON(w, http.StatusBadRequest, OpResponse{Error: "bad request: " + err.Error()})
+		return
+	}
+	n.answerConf(w, n.AddReplica(r.Context(), m))
+}
+
+func (n *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, OpResponse{Error: "id: " + err.Error()})
+		return
+	}
+	n.answerConf(w, n.RemoveReplica(r.Context(), id))
+}
+
+func (n *Node) answerConf(w http.ResponseWriter, err error) {
+	var nl *ledger.NotLeaderError
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, n.Members())
+	case errors.As(err, &nl):
+		writeJSON(w, http.StatusMisdirectedRequest, OpResponse{Error: "not_leader", Leader: nl.Leader})
+	case errors.Is(err, ErrConfig):
+		writeJSON(w, http.StatusBadRequest, OpResponse{Error: err.Error()})
+	default:
+		writeJSON(w, http.StatusServiceUnavailable, OpResponse{Error: err.Error()})
+	}
 }
 
 // OpRequest is the body of POST /v1/ops.

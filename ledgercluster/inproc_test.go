@@ -4,10 +4,10 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +32,12 @@ const inprocAccounts = 1024
 // startInproc starts size nodes; clients, if given, are their client
 // addresses (Config.ClientAddrs).
 func startInproc(tb testing.TB, size int, proxied bool, clients ...string) *inproc {
+	return startInprocWith(tb, size, proxied, ledger.Config{MaxAccounts: inprocAccounts}, clients...)
+}
+
+// startInprocWith starts size nodes whose ledgers take lc (MaxAccounts
+// must be inprocAccounts).
+func startInprocWith(tb testing.TB, size int, proxied bool, lc ledger.Config, clients ...string) *inproc {
 	c := &inproc{tb: tb, links: map[[2]int]*link{}}
 	var lns []net.Listener
 	var addrs []string
@@ -56,7 +62,7 @@ func startInproc(tb testing.TB, size int, proxied bool, clients ...string) *inpr
 		dir := filepath.Join(root, strconv.Itoa(i+1))
 		c.dirs = append(c.dirs, dir)
 		cfg := Config{ClusterID: 9, NodeID: uint64(i + 1), Peers: peers, Dir: dir, Listener: lns[i],
-			Ledger: ledger.Config{MaxAccounts: inprocAccounts}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			Ledger: lc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		if len(clients) == size {
 			cfg.ClientAddrs = map[uint64]string{}
 			for j, a := range clients {
@@ -92,6 +98,26 @@ func (c *inproc) restart(i int) {
 	}
 }
 
+// join starts a new node that joins the running cluster as replica id
+// (not yet added: the test adds it) and returns its index.
+func (c *inproc) join(id uint64) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	cfg := c.cfgs[0]
+	cfg.NodeID, cfg.Listener, cfg.Join = id, ln, true
+	cfg.Peers = maps.Clone(cfg.Peers)
+	cfg.Peers[id] = ln.Addr().String()
+	cfg.Dir = filepath.Join(filepath.Dir(c.dirs[0]), strconv.FormatUint(id, 10))
+	n, err := Start(cfg)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	c.nodes, c.cfgs, c.dirs = append(c.nodes, n), append(c.cfgs, cfg), append(c.dirs, cfg.Dir)
+	return len(c.nodes) - 1
+}
+
 func (c *inproc) stopNode(i int) {
 	if err := c.nodes[i].Stop(); err != nil {
 		c.tb.Errorf("node %d: %v", i+1, err)
@@ -107,6 +133,9 @@ func (c *inproc) converge(timeout time.Duration) Status {
 		var st []Status
 		ok := true
 		for _, n := range c.nodes {
+			if n == nil {
+				continue // stopped or removed
+			}
 			s := n.Status()
 			st = append(st, s)
 			if s.Applied != st[0].Applied || s.Hash != st[0].Hash {
@@ -179,6 +208,14 @@ func (c *inproc) createAccounts(ld int) {
 	c.created = true
 }
 
+// setNetwork makes every link drop raft messages with probability drop
+// and delay everything by up to delay.
+func (c *inproc) setNetwork(drop float64, delay time.Duration) {
+	for _, l := range c.links {
+		l.set(drop, delay)
+	}
+}
+
 // isolate cuts (or heals) every link to and from node i.
 func (c *inproc) isolate(i int, cut bool) {
 	for k, l := range c.links {
@@ -186,79 +223,4 @@ func (c *inproc) isolate(i int, cut bool) {
 			l.setCut(cut)
 		}
 	}
-}
-
-// link is a TCP proxy to one replica's raft address that a test can cut:
-// a cut link closes its connections and refuses new ones.
-type link struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	cut    bool
-	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup
-}
-
-func newLink(tb testing.TB, target string) *link {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	l := &link{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	l.wg.Add(1)
-	go l.accept()
-	return l
-}
-
-func (l *link) addr() string { return l.ln.Addr().String() }
-
-func (l *link) accept() {
-	defer l.wg.Done()
-	for {
-		in, err := l.ln.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", l.target)
-		if err != nil {
-			in.Close()
-			continue
-		}
-		l.mu.Lock()
-		if l.cut {
-			l.mu.Unlock()
-			in.Close()
-			out.Close()
-			continue
-		}
-		l.conns[in], l.conns[out] = struct{}{}, struct{}{}
-		l.mu.Unlock()
-		l.wg.Add(2)
-		pipe := func(dst, src net.Conn) {
-			defer l.wg.Done()
-			io.Copy(dst, src)
-			dst.Close()
-			src.Close()
-		}
-		go pipe(out, in)
-		go pipe(in, out)
-	}
-}
-
-func (l *link) setCut(cut bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.cut = cut
-	if cut {
-		for c := range l.conns {
-			c.Close()
-		}
-		clear(l.conns)
-	}
-}
-
-func (l *link) close() {
-	l.ln.Close()
-	l.setCut(true)
-	l.wg.Wait()
 }

@@ -3,9 +3,11 @@ package ledgercluster
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,9 +15,9 @@ import (
 	"time"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/server"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 )
 
 // Node is one replica: a raft.Node, its durable raft log and transport,
@@ -30,6 +32,7 @@ type Node struct {
 	rl  *raftLog
 	tr  *transport
 
+	auth *server.Authenticator // Config.Tokens; nil: none
 	cur  atomic.Pointer[ledger.Ledger]
 	lead atomic.Uint64 // raft's leader, 0 if unknown
 
@@ -59,6 +62,22 @@ type Node struct {
 	confState *pb.ConfState
 	sinceComp int
 
+	// Membership (members.go).
+	memMu    sync.Mutex
+	members  book          // the address book; replaced, never changed in place
+	voters   []uint64      // raft's voters as applied
+	confSeq  atomic.Uint64 // ids of this replica's configuration changes
+	confWait map[uint64]chan error
+
+	// Raft snapshots (snapshot.go).
+	snapCtx    context.Context // canceled by Stop: sends end
+	snapCancel context.CancelFunc
+	snapWG     sync.WaitGroup
+	snapMu     sync.Mutex
+	sending    map[uint64]bool // peers a snapshot is being sent to
+	recvMu     sync.Mutex      // held while a received checkpoint is written or installed
+	installed  atomic.Uint64   // snapshots installed since Start
+
 	stop    chan struct{}
 	done    chan struct{}
 	errMu   sync.Mutex
@@ -74,8 +93,22 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), pending: make(map[uint64]chan error), reads: make(map[uint64]chan readAt),
-		stop: make(chan struct{}), done: make(chan struct{}), confState: &pb.ConfState{}}
+		stop: make(chan struct{}), done: make(chan struct{}), confState: &pb.ConfState{}, sending: make(map[uint64]bool),
+		confWait: make(map[uint64]chan error)}
+	n.snapCtx, n.snapCancel = context.WithCancel(context.Background())
+	if n.auth, err = server.NewAuthenticator(cfg.Tokens); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	if err := writeIdentity(cfg); err != nil {
+		return nil, err
+	}
+	// A checkpoint received before a crash is of no use: raft took it
+	// only if the ledger installed it. An install a crash cut short is
+	// finished or undone.
+	if err := os.RemoveAll(n.snapDir()); err != nil {
+		return nil, err
+	}
+	if err := ledger.FinishInstall(n.ledgerConfig()); err != nil {
 		return nil, err
 	}
 	rl, fresh, err := openRaftLog(filepath.Join(cfg.Dir, "raft"))
@@ -86,6 +119,11 @@ func Start(cfg Config) (*Node, error) {
 	if _, cs, err := rl.mem.InitialState(); err == nil && cs != nil {
 		n.confState = cs // as of the compaction mark; later conf changes apply over it
 	}
+	if n.members, err = n.loadMembers(); err != nil {
+		rl.close()
+		return nil, err
+	}
+	n.voters = n.confState.GetVoters()
 	l, err := ledger.OpenFollower(n.ledgerConfig())
 	if err != nil {
 		rl.close()
@@ -98,19 +136,27 @@ func Start(cfg Config) (*Node, error) {
 		// Only the leader's ledger proposes; a deposed leader's late
 		// proposal must be dropped, not forwarded to the new leader.
 		DisableProposalForwarding: true,
+		StepDownOnRemoval:         true,
 		Logger:                    &raftLogger{n.log},
 	}
-	if fresh {
+	if fresh && !cfg.Join {
 		peers := make([]raft.Peer, 0, len(cfg.Peers))
 		for _, id := range cfg.peerIDs() {
-			peers = append(peers, raft.Peer{ID: id})
+			m, _ := json.Marshal(n.members[id])
+			peers = append(peers, raft.Peer{ID: id, Context: m})
 		}
 		n.rn = raft.StartNode(rc, peers)
 	} else {
+		// A joining replica starts outside any configuration and waits
+		// for the leader's log or snapshot.
 		n.rn = raft.RestartNode(rc)
 	}
-	n.tr, err = newTransport(cfg.ClusterID, cfg.NodeID, cfg.Listener, cfg.Peers[cfg.NodeID], cfg.Peers,
-		func(m *pb.Message) { n.rn.Step(context.Background(), m) }, n.rn.ReportUnreachable, n.log)
+	addrs := map[uint64]string{}
+	for id, m := range n.members {
+		addrs[id] = m.Raft
+	}
+	n.tr, err = newTransport(&n.cfg, addrs,
+		func(m *pb.Message) { n.rn.Step(context.Background(), m) }, n.rn.ReportUnreachable, n.receiveSnapshot, n.log)
 	if err != nil {
 		n.rn.Stop()
 		l.Close()
@@ -124,9 +170,6 @@ func Start(cfg Config) (*Node, error) {
 func (n *Node) ledgerConfig() ledger.Config {
 	c := n.cfg.Ledger
 	c.Dir = filepath.Join(n.cfg.Dir, "ledger")
-	// Until snapshots travel through raft, every replica keeps its whole
-	// WAL: followers never prune, and the hash covers the same batches.
-	c.WALRetention = -1
 	return c
 }
 
@@ -199,7 +242,8 @@ func (n *Node) Replicate(batch []byte, first, last uint64) error {
 }
 
 func (n *Node) notLeader() error {
-	return &ledger.NotLeaderError{Leader: n.cfg.ClientAddrs[n.lead.Load()]}
+	id := n.lead.Load()
+	return &ledger.NotLeaderError{Leader: n.clientAddr(id), LeaderID: id}
 }
 
 // failPending ends every proposal's wait with err; no more are accepted
@@ -216,6 +260,10 @@ func (n *Node) failPending(err error) {
 	}
 	n.mu.Unlock()
 }
+
+// saveObserver, if set (benchmarks), sees how long each raft log write of
+// entries took, on which replica and whether it leads.
+var saveObserver func(node uint64, leader bool, took time.Duration)
 
 // run is the Ready loop: persist, send, apply, advance, in raft's order.
 func (n *Node) run() {
@@ -248,7 +296,7 @@ func (n *Node) ready(rd raft.Ready) error {
 	if rd.SoftState != nil {
 		n.lead.Store(rd.SoftState.Lead)
 		if l := n.cur.Load(); l.Follower() {
-			l.SetLeader(n.cfg.ClientAddrs[rd.SoftState.Lead])
+			l.SetLeader(rd.SoftState.Lead, n.clientAddr(rd.SoftState.Lead))
 		}
 		if rd.SoftState.RaftState != n.role {
 			n.log.Info("raft role", "from", n.role, "to", rd.SoftState.RaftState, "leader", rd.SoftState.Lead)
@@ -274,25 +322,40 @@ func (n *Node) ready(rd raft.Ready) error {
 			return err
 		}
 	}
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		n.recvMu.Lock()
+		err := n.installSnapshot(rd.Snapshot)
+		n.recvMu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	// A leader that stays leader in its term sends its appends before its
+	// own write, so that its fsync and the followers' overlap (raft
+	// allows it: its HardState changes only in the commit index, and the
+	// entries it commits are applied after this save). Anyone else
+	// persists first: a vote or an acknowledgement must not go out before
+	// what it promises is durable.
+	early := n.role == raft.StateLeader && wasLeader && n.term == term
+	if early {
+		n.send(rd.Messages)
+	}
+	var t0 time.Time
+	if saveObserver != nil {
+		t0 = time.Now()
+	}
 	if err := n.rl.save(rd.HardState, rd.Entries, rd.MustSync); err != nil {
 		return fmt.Errorf("ledgercluster: raft log: %w", err)
+	}
+	if saveObserver != nil && len(rd.Entries) > 0 {
+		saveObserver(n.cfg.NodeID, n.role == raft.StateLeader, time.Since(t0))
 	}
 	if n.role == raft.StateLeader && (!wasLeader || n.term != term) {
 		last, _ := n.rl.mem.LastIndex()
 		n.promoteAt = last // the new term's empty entry: all before it commits with it
 	}
-	for _, m := range rd.Messages {
-		if m.GetType() == pb.MsgSnap {
-			// Snapshot transfer is not built: a replica behind the
-			// compacted log cannot catch up yet (docs/ledger-cluster.md).
-			n.log.Warn("raft snapshot to send; not supported", "to", m.GetTo())
-			n.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFailure)
-			continue
-		}
-		n.tr.send(m)
-	}
-	if !raft.IsEmptySnap(rd.Snapshot) {
-		return errors.New("ledgercluster: received a raft snapshot; snapshot transfer is not built")
+	if !early {
+		n.send(rd.Messages)
 	}
 	for _, e := range rd.CommittedEntries {
 		if err := n.apply(e); err != nil {
@@ -306,16 +369,21 @@ func (n *Node) ready(rd raft.Ready) error {
 	return n.maybeCompact(len(rd.CommittedEntries))
 }
 
+func (n *Node) send(msgs []*pb.Message) {
+	for _, m := range msgs {
+		if m.GetType() == pb.MsgSnap {
+			n.sendSnapshot(m)
+			continue
+		}
+		n.tr.send(m)
+	}
+}
+
 func (n *Node) apply(e *pb.Entry) error {
 	n.applied = e.GetIndex()
 	switch e.GetType() {
-	case pb.EntryConfChange:
-		cc := &pb.ConfChange{}
-		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
-			return fmt.Errorf("ledgercluster: conf change at %d: %w", e.GetIndex(), err)
-		}
-		n.confState = n.rn.ApplyConfChange(cc)
-		return nil
+	case pb.EntryConfChange, pb.EntryConfChangeV2:
+		return n.applyConfChange(e)
 	case pb.EntryNormal:
 	default:
 		return fmt.Errorf("ledgercluster: entry %d of type %v", e.GetIndex(), e.GetType())
@@ -375,7 +443,7 @@ func (n *Node) demote() error {
 		f.Close()
 		return fmt.Errorf("ledgercluster: WAL ends at tx %d, raft committed tx %d to it", x.Committed, n.signaled)
 	}
-	f.SetLeader(n.cfg.ClientAddrs[n.lead.Load()])
+	f.SetLeader(n.lead.Load(), n.clientAddr(n.lead.Load()))
 	n.cur.Store(f)
 	n.log.Info("ledger follows", "tx", f.Stats().Indexes.Committed)
 	return nil
@@ -437,21 +505,25 @@ func (n *Node) joinPromotion(wait bool) error {
 }
 
 // compactEvery is how many applied entries pass between compactions;
-// compactKeep how many entries stay in memory below the bound, for peers a
-// little behind. Variables so a test can compact a short log.
+// compactKeep and compactKeepBytes bound the entries kept in memory below
+// the compaction bound, for peers a little behind; a peer further behind
+// than compactLagBytes of entries no longer holds compaction back and
+// catches up by snapshot. Variables so a test can compact a short log.
 var (
-	compactEvery = 1024
-	compactKeep  = uint64(4096)
+	compactEvery     = 1024
+	compactKeep      = uint64(4096)
+	compactKeepBytes = uint64(16 << 20)
+	compactLagBytes  = uint64(64 << 20)
 )
 
 // entryTx is an applied raft entry and the last tx of its batch.
 type entryTx struct{ index, tx uint64 }
 
-// maybeCompact drops raft entries from memory below what every peer has
-// (on the leader) and what this replica's ledger WAL holds: a restart
-// replays the raft log from the compaction mark on, so nothing below it
-// may be missing from the WAL (a leader ledger writes a committed batch
-// after the Ready loop signals it).
+// maybeCompact drops raft entries from memory below what this replica's
+// ledger WAL holds — a restart replays the raft log from the compaction
+// mark on, so nothing below it may be missing from the WAL (a leader
+// ledger writes a committed batch after the Ready loop signals it) — and,
+// on the leader, below what every peer not too far behind has.
 func (n *Node) maybeCompact(applied int) error {
 	n.sinceComp += applied
 	if n.sinceComp < compactEvery {
@@ -472,18 +544,50 @@ func (n *Node) maybeCompact(applied int) error {
 	}
 	n.recent = append(n.recent[:0], n.recent[k:]...)
 	if n.role == raft.StateLeader {
-		for _, pr := range n.rn.Status().Progress {
-			to = min(to, pr.Match)
+		for id, pr := range n.rn.Status().Progress {
+			if id != n.cfg.NodeID && pr.Match < to && n.within(pr.Match, to, compactLagBytes) {
+				to = pr.Match
+			}
 		}
 	}
-	if to <= compactKeep {
+	first, _ := n.rl.mem.FirstIndex()
+	// Keep up to compactKeep entries and compactKeepBytes below to.
+	lo := first
+	if to > compactKeep {
+		lo = max(lo, to-compactKeep+1)
+	}
+	if lo > to {
 		return nil
 	}
-	to -= compactKeep
-	if first, _ := n.rl.mem.FirstIndex(); to < first {
+	ents, err := n.rl.mem.Entries(lo, to+1, math.MaxUint64)
+	if err != nil {
+		return nil
+	}
+	var kept uint64
+	i := len(ents)
+	for i > 0 && kept+uint64(len(ents[i-1].GetData())) <= compactKeepBytes {
+		kept += uint64(len(ents[i-1].GetData()))
+		i--
+	}
+	if i == 0 {
+		if lo == first {
+			return nil // everything below to fits what is kept
+		}
+		to = lo - 1
+	} else {
+		to = ents[i-1].GetIndex()
+	}
+	if to < first {
 		return nil
 	}
 	return n.rl.compact(to, n.confState)
+}
+
+// within reports whether the entries after match up to to are in memory
+// and hold at most limit bytes.
+func (n *Node) within(match, to, limit uint64) bool {
+	ents, err := n.rl.mem.Entries(match+1, to+1, limit)
+	return err == nil && uint64(len(ents)) == to-match
 }
 
 // Stop leaves the cluster: the Ready loop ends, the ledger closes (a
@@ -498,6 +602,8 @@ func (n *Node) Stop() error {
 		<-n.promoting
 	}
 	n.failPending(ledger.ErrClosed)
+	n.snapCancel()
+	n.snapWG.Wait()
 	n.rn.Stop()
 	terr := n.tr.close()
 	lerr := n.cur.Load().Close()

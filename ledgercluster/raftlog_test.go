@@ -36,7 +36,7 @@ func TestRaftLogReload(t *testing.T) {
 	must(rl.close())
 
 	// A torn record after the last whole one.
-	f, err := os.OpenFile(filepath.Join(dir, "raft.log"), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(filepath.Join(dir, segName(1)), os.O_WRONLY|os.O_APPEND, 0)
 	must(err)
 	_, err = f.Write([]byte{40, 0, 0, 0, 1, 2, 3, 4, recEntry, 9, 9})
 	must(err)
@@ -75,4 +75,61 @@ func TestRaftLogReload(t *testing.T) {
 	}
 	// The torn tail is gone: appending after it reloads cleanly.
 	must(rl.save(nil, []*pb.Entry{entry(2, 6, "F")}, true))
+}
+
+// TestRaftLogRotation: past the segment size the log starts a new segment
+// that restates the HardState and the mark; a compaction removes the
+// segments whose entries it covers; a reopen finds the same state; an
+// installed snapshot drops every entry, also on reload.
+func TestRaftLogRotation(t *testing.T) {
+	old := raftSegmentBytes
+	raftSegmentBytes = 1 << 10
+	t.Cleanup(func() { raftSegmentBytes = old })
+	dir := t.TempDir()
+	rl, _, err := openRaftLog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := string(make([]byte, 100))
+	for i := uint64(1); i <= 100; i++ {
+		must(rl.save(&pb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(i)}, []*pb.Entry{entry(1, i, data)}, false))
+	}
+	if len(rl.segs) < 5 {
+		t.Fatalf("%d segments after 100 entries of 100 bytes", len(rl.segs))
+	}
+	before := len(rl.segs)
+	must(rl.compact(90, &pb.ConfState{Voters: []uint64{1, 2, 3}}))
+	files, _ := os.ReadDir(dir)
+	if len(files) != len(rl.segs) || len(rl.segs) > 2 {
+		t.Fatalf("%d segments, %d files after compacting to 90 (%d before)", len(rl.segs), len(files), before)
+	}
+	must(rl.close())
+	rl, fresh, err := openRaftLog(dir)
+	must(err)
+	if fresh {
+		t.Fatal("reopened log is fresh")
+	}
+	hs, cs, err := rl.mem.InitialState()
+	must(err)
+	first, _ := rl.mem.FirstIndex()
+	last, _ := rl.mem.LastIndex()
+	if hs.GetCommit() != 100 || len(cs.GetVoters()) != 3 || first != 91 || last != 100 {
+		t.Fatalf("reloaded: hard state %v, conf %v, entries %d..%d", hs, cs, first, last)
+	}
+	must(rl.applySnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(95), Term: proto.Uint64(1), ConfState: cs}}))
+	must(rl.close())
+	rl, _, err = openRaftLog(dir)
+	must(err)
+	defer rl.close()
+	first, _ = rl.mem.FirstIndex()
+	last, _ = rl.mem.LastIndex()
+	if first != 96 || last != 95 {
+		t.Fatalf("after a snapshot at 95: entries %d..%d", first, last)
+	}
 }

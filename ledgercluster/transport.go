@@ -2,6 +2,8 @@ package ledgercluster
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lanework/lanework/ledger/server"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 )
@@ -22,15 +25,27 @@ import (
 // loss, so a full queue or a broken connection drops messages (and tells
 // raft the peer is unreachable) instead of blocking the Ready loop.
 //
-// A connection opens with a hello: [u64 cluster id][u64 sender id]; a
-// different cluster id closes it. Then frames: [u32 length][Message].
+// A connection opens with a hello: [u64 cluster id][u64 sender id][u8
+// kind][u8 token length][token]; a different cluster id, or with a peer
+// token configured a different token, closes it. With TLS every
+// connection is a TLS connection first. A message connection (kind 0)
+// then carries frames: [u32 length][Message]. A snapshot connection (kind
+// 1) carries one MsgSnap frame and its checkpoint (snapstream.go).
 type transport struct {
 	clusterID, self uint64
 	ln              net.Listener
-	peers           map[uint64]*peer
-	step            func(*pb.Message)
-	unreachable     func(id uint64)
-	log             *slog.Logger
+	// Security: the hello's token (sent; required if peerAuth is set),
+	// and TLS for dialing (the listener is wrapped at construction).
+	token       []byte
+	peerAuth    *server.Authenticator
+	dialTLS     *tls.Config
+	peers       map[uint64]*peer
+	step        func(*pb.Message)
+	unreachable func(id uint64)
+	// snapshot receives a MsgSnap and its checkpoint stream; nil refuses
+	// snapshot connections.
+	snapshot func(m *pb.Message, body io.Reader) error
+	log      *slog.Logger
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -42,42 +57,79 @@ type transport struct {
 const (
 	peerQueue = 4096
 	maxFrame  = 64 << 20
-	helloLen  = 16
+	helloLen  = 17
+
+	connMessages = 0
+	connSnapshot = 1
 )
 
 type peer struct {
 	id   uint64
 	addr string
-	q    chan []byte // marshaled messages
+	q    chan []byte   // marshaled messages
+	stop chan struct{} // closed when the peer leaves the address book
 }
 
-func newTransport(clusterID, self uint64, ln net.Listener, listen string, peers map[uint64]string, step func(*pb.Message), unreachable func(uint64), log *slog.Logger) (*transport, error) {
+func newTransport(cfg *Config, peers map[uint64]string, step func(*pb.Message), unreachable func(uint64),
+	snapshot func(*pb.Message, io.Reader) error, log *slog.Logger) (*transport, error) {
+	ln := cfg.Listener
 	if ln == nil {
 		var err error
-		if ln, err = net.Listen("tcp", listen); err != nil {
+		if ln, err = net.Listen("tcp", cfg.Peers[cfg.NodeID]); err != nil {
 			return nil, fmt.Errorf("ledgercluster: raft listen: %w", err)
 		}
 	}
-	t := &transport{clusterID: clusterID, self: self, ln: ln, peers: make(map[uint64]*peer), step: step,
-		unreachable: unreachable, log: log, conns: make(map[net.Conn]struct{}), done: make(chan struct{})}
-	for id, addr := range peers {
-		if id == self {
-			continue
+	var auth *server.Authenticator
+	if cfg.PeerToken != "" {
+		var err error
+		if auth, err = server.NewAuthenticator([]server.Token{{Secret: cfg.PeerToken, Scope: server.ReadWrite}}); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("%w: peer token: %w", ErrConfig, err)
 		}
-		p := &peer{id: id, addr: addr, q: make(chan []byte, peerQueue)}
-		t.peers[id] = p
-		t.wg.Add(1)
-		go t.runPeer(p)
 	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
+	}
+	t := &transport{clusterID: cfg.ClusterID, self: cfg.NodeID, ln: ln, token: []byte(cfg.PeerToken), peerAuth: auth, dialTLS: cfg.PeerTLS,
+		peers: make(map[uint64]*peer), step: step,
+		unreachable: unreachable, snapshot: snapshot, log: log, conns: make(map[net.Conn]struct{}), done: make(chan struct{})}
+	t.setPeers(peers)
 	t.wg.Add(1)
 	go t.accept()
 	return t, nil
 }
 
+// setPeers makes peers (ids to raft addresses) the replicas messages go
+// to: a new one gets its sender, one gone or moved loses it.
+func (t *transport) setPeers(peers map[uint64]string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	for id, p := range t.peers {
+		if peers[id] != p.addr {
+			close(p.stop)
+			delete(t.peers, id)
+		}
+	}
+	for id, addr := range peers {
+		if id == t.self || t.peers[id] != nil {
+			continue
+		}
+		p := &peer{id: id, addr: addr, q: make(chan []byte, peerQueue), stop: make(chan struct{})}
+		t.peers[id] = p
+		t.wg.Add(1)
+		go t.runPeer(p)
+	}
+}
+
 // send queues m for its peer; it never blocks. Called from the Ready loop
 // only, which is where raft allows marshaling.
 func (t *transport) send(m *pb.Message) {
+	t.mu.Lock()
 	p := t.peers[m.GetTo()]
+	t.mu.Unlock()
 	if p == nil {
 		return
 	}
@@ -124,16 +176,19 @@ func (t *transport) runPeer(p *peer) {
 		select {
 		case <-t.done:
 			return
+		case <-p.stop:
+			return
 		case b = <-p.q:
 		}
 		if c == nil {
-			d := net.Dialer{Timeout: 200 * time.Millisecond}
-			nc, err := d.Dial("tcp", p.addr)
+			nc, err := t.dial(context.Background(), p.addr, 200*time.Millisecond)
 			if err != nil {
 				t.unreachable(p.id)
 				t.drain(p) // stale messages; raft resends what matters
 				select {
 				case <-t.done:
+					return
+				case <-p.stop:
 					return
 				case <-time.After(50 * time.Millisecond):
 				}
@@ -144,10 +199,7 @@ func (t *transport) runPeer(p *peer) {
 				return
 			}
 			c, w = nc, bufio.NewWriterSize(nc, 256<<10)
-			var hello [helloLen]byte
-			binary.LittleEndian.PutUint64(hello[0:], t.clusterID)
-			binary.LittleEndian.PutUint64(hello[8:], t.self)
-			w.Write(hello[:])
+			w.Write(t.hello(connMessages))
 		}
 		err := writeFrame(w, b)
 		for more := true; more && err == nil; { // everything queued: one write
@@ -166,6 +218,26 @@ func (t *transport) runPeer(p *peer) {
 			t.unreachable(p.id)
 		}
 	}
+}
+
+// dial connects to a peer, with TLS if configured (the handshake within
+// timeout too).
+func (t *transport) dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
+	d := &net.Dialer{Timeout: timeout}
+	if t.dialTLS == nil {
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	td := &tls.Dialer{NetDialer: d, Config: t.dialTLS}
+	return td.DialContext(ctx, "tcp", addr)
+}
+
+func (t *transport) hello(kind byte) []byte {
+	h := make([]byte, helloLen, helloLen+1+len(t.token))
+	binary.LittleEndian.PutUint64(h[0:], t.clusterID)
+	binary.LittleEndian.PutUint64(h[8:], t.self)
+	h[16] = kind
+	h = append(h, byte(len(t.token)))
+	return append(h, t.token...)
 }
 
 func (t *transport) drain(p *peer) {
@@ -208,39 +280,68 @@ func (t *transport) serve(c net.Conn) {
 	defer t.wg.Done()
 	defer func() { c.Close(); t.track(c, false) }()
 	r := bufio.NewReaderSize(c, 256<<10)
-	var hello [helloLen]byte
+	c.SetReadDeadline(time.Now().Add(snapshotTimeout)) // the TLS handshake and the hello
+	var hello [helloLen + 1]byte
 	if _, err := io.ReadFull(r, hello[:]); err != nil {
 		return
 	}
+	token := make([]byte, hello[helloLen])
+	if _, err := io.ReadFull(r, token); err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
 	if id := binary.LittleEndian.Uint64(hello[0:]); id != t.clusterID {
 		t.log.Warn("raft connection from another cluster refused", "remote", c.RemoteAddr(), "cluster_id", id)
 		return
 	}
-	var h [4]byte
-	var buf []byte
-	for {
-		if _, err := io.ReadFull(r, h[:]); err != nil {
-			return
-		}
-		n := binary.LittleEndian.Uint32(h[:])
-		if n > maxFrame {
-			t.log.Warn("raft frame too large", "remote", c.RemoteAddr(), "bytes", n)
-			return
-		}
-		if cap(buf) < int(n) {
-			buf = make([]byte, n)
-		}
-		buf = buf[:n]
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return
-		}
-		m := &pb.Message{}
-		if err := proto.Unmarshal(buf, m); err != nil {
-			t.log.Warn("bad raft message", "remote", c.RemoteAddr(), "err", err)
-			return
-		}
-		t.step(m)
+	if t.peerAuth != nil && t.peerAuth.Check(token) != server.ReadWrite {
+		t.log.Warn("raft connection without the peer token refused", "remote", c.RemoteAddr())
+		return
 	}
+	var buf []byte
+	switch hello[16] {
+	case connMessages:
+		for {
+			m, err := readMessage(r, &buf)
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+					t.log.Warn("raft message", "remote", c.RemoteAddr(), "err", err)
+				}
+				return
+			}
+			t.step(m)
+		}
+	case connSnapshot:
+		if err := t.receiveSnapshot(c, r); err != nil {
+			t.log.Warn("raft snapshot not received", "remote", c.RemoteAddr(), "err", err)
+		}
+	default:
+		t.log.Warn("raft connection of unknown kind refused", "remote", c.RemoteAddr(), "kind", hello[16])
+	}
+}
+
+// readMessage reads one frame, reusing *buf.
+func readMessage(r io.Reader, buf *[]byte) (*pb.Message, error) {
+	var h [4]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, err
+	}
+	n := binary.LittleEndian.Uint32(h[:])
+	if n > maxFrame {
+		return nil, fmt.Errorf("%d-byte frame", n)
+	}
+	if cap(*buf) < int(n) {
+		*buf = make([]byte, n)
+	}
+	b := (*buf)[:n]
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	m := &pb.Message{}
+	if err := proto.Unmarshal(b, m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func (t *transport) close() error {

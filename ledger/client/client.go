@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,11 +27,21 @@ var (
 // Client is a connection pool to one ledger server. Its methods are safe
 // for concurrent use.
 type Client struct {
-	addr   string
+	addrMu sync.Mutex
+	addr   string // the server dialed; with WithCluster, the replica followed
 	opts   options
 	slots  []slot
 	next   atomic.Uint32
 	closed atomic.Bool
+}
+
+// errDial marks a call that failed before its request was sent.
+var errDial = errors.New("client: not connected")
+
+func (c *Client) target() string {
+	c.addrMu.Lock()
+	defer c.addrMu.Unlock()
+	return c.addr
 }
 
 type slot struct {
@@ -47,13 +58,27 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 		f(&o)
 	}
 	c := &Client{addr: addr, opts: o, slots: make([]slot, o.conns)}
-	for i := range c.slots {
-		if _, err := c.conn(ctx, &c.slots[i]); err != nil {
+	for tries := 0; ; tries++ {
+		err := c.connectAll(ctx)
+		if err == nil {
+			return c, nil
+		}
+		// A cluster client starts at any replica that answers.
+		if len(o.cluster) == 0 || tries >= len(o.cluster) || !errors.Is(err, errDial) {
 			c.Close()
 			return nil, err
 		}
+		c.follow("")
 	}
-	return c, nil
+}
+
+func (c *Client) connectAll(ctx context.Context) error {
+	for i := range c.slots {
+		if _, err := c.conn(ctx, &c.slots[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close closes every connection; calls in flight fail with ErrClosed.
@@ -91,12 +116,13 @@ func (c *Client) conn(ctx context.Context, s *slot) (*pconn, error) {
 		dctx, cancel = context.WithTimeout(ctx, c.opts.timeout)
 		defer cancel()
 	}
-	nc, err := c.opts.dial(dctx, "tcp", c.addr)
+	addr := c.target()
+	nc, err := c.opts.dial(dctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("client: dial %s: %w", c.addr, err)
+		return nil, fmt.Errorf("%w: dial %s: %w", errDial, addr, err)
 	}
-	if nc, err = c.handshake(dctx, nc); err != nil {
-		return nil, err
+	if nc, err = c.handshake(dctx, addr, nc); err != nil {
+		return nil, fmt.Errorf("%w: %w", errDial, err)
 	}
 	p := newPconn(nc, c.opts.maxFrame, c.opts.writeTimeout)
 	s.p.Store(p)
@@ -105,20 +131,20 @@ func (c *Client) conn(ctx context.Context, s *slot) (*pconn, error) {
 
 // handshake starts TLS and sends the hello, as the options ask, before
 // the connection carries requests. It closes nc on failure.
-func (c *Client) handshake(ctx context.Context, nc net.Conn) (net.Conn, error) {
+func (c *Client) handshake(ctx context.Context, addr string, nc net.Conn) (net.Conn, error) {
 	if c.opts.tls != nil {
 		cfg := c.opts.tls.Clone()
 		if cfg.ServerName == "" {
-			host, _, err := net.SplitHostPort(c.addr)
+			host, _, err := net.SplitHostPort(addr)
 			if err != nil {
-				host = c.addr
+				host = addr
 			}
 			cfg.ServerName = host
 		}
 		tc := tls.Client(nc, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			nc.Close()
-			return nil, fmt.Errorf("client: tls %s: %w", c.addr, err)
+			return nil, fmt.Errorf("client: tls %s: %w", addr, err)
 		}
 		nc = tc
 	}
@@ -132,7 +158,7 @@ func (c *Client) handshake(ctx context.Context, nc net.Conn) (net.Conn, error) {
 	_ = nc.SetDeadline(time.Time{})
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("client: hello %s: %w", c.addr, err)
+		return nil, fmt.Errorf("client: hello %s: %w", addr, err)
 	}
 	return nc, nil
 }
@@ -167,6 +193,11 @@ func hello(nc net.Conn, token string) error {
 // do sends one request on the next pooled connection and waits for its
 // answer. A request is written at most once.
 func (c *Client) do(ctx context.Context, want wire.Type, encode func(e *wire.Encoder, id uint64)) (*call, error) {
+	return c.doCall(ctx, &call{want: want}, encode)
+}
+
+// doCall is do for a prepared call.
+func (c *Client) doCall(ctx context.Context, cl *call, encode func(e *wire.Encoder, id uint64)) (*call, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -178,7 +209,7 @@ func (c *Client) do(ctx context.Context, want wire.Type, encode func(e *wire.Enc
 	if err != nil {
 		return nil, err
 	}
-	cl := &call{want: want, done: make(chan struct{})}
+	cl.done = make(chan struct{})
 	id, err := p.start(cl)
 	if err != nil {
 		return nil, c.mapErr(err)
@@ -196,6 +227,67 @@ func (c *Client) do(ctx context.Context, want wire.Type, encode func(e *wire.Enc
 		}
 		p.abandon(id)
 		return nil, ctx.Err()
+	}
+}
+
+// submit is do for a submit of ops: with WithCluster it follows the
+// leader and retries as WithCluster says.
+func (c *Client) submit(ctx context.Context, want wire.Type, ops []ledger.Op, encode func(e *wire.Encoder, id uint64)) (*call, error) {
+	for {
+		cl, err := c.do(ctx, want, encode)
+		if err == nil || len(c.opts.cluster) == 0 {
+			return cl, err
+		}
+		var we *wire.Error
+		switch {
+		case errors.As(err, &we) && we.Code == wire.CodeNotLeader:
+			c.follow(we.Message) // refused before it was sequenced
+		case errors.Is(err, errDial):
+			c.follow("")
+		case (errors.Is(err, ErrConnLost) || errors.Is(err, ledger.ErrClosed) || errors.Is(err, ledger.ErrFailed) ||
+			errors.Is(err, wire.ErrShutdown)) && allRefs(ops):
+			c.follow("") // outcome unknown: the refs make the retry safe
+		default:
+			return cl, err
+		}
+		t := time.NewTimer(c.opts.backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (last: %w)", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
+
+func allRefs(ops []ledger.Op) bool {
+	for _, op := range ops {
+		if ledger.UserRefOf(op) == 0 {
+			return false
+		}
+	}
+	return len(ops) > 0
+}
+
+// follow points the client at addr, or with "" at the replica after the
+// current one in the cluster's list, and closes the pooled connections
+// to the old one (calls in flight on them fail with ErrConnLost).
+func (c *Client) follow(addr string) {
+	c.addrMu.Lock()
+	if addr == "" {
+		i := slices.Index(c.opts.cluster, c.addr)
+		addr = c.opts.cluster[(i+1)%len(c.opts.cluster)]
+	}
+	moved := addr != c.addr
+	c.addr = addr
+	c.addrMu.Unlock()
+	if !moved {
+		return
+	}
+	for i := range c.slots {
+		if p := c.slots[i].p.Load(); p != nil {
+			p.die(ErrConnLost)
+		}
 	}
 }
 
@@ -233,7 +325,7 @@ func (c *Client) Submit(ctx context.Context, op ledger.Op) (ledger.TxID, error) 
 // an op is invalid, none is submitted and the *ledger.InputError names its
 // index. The server bounds the batch size (server.Config.MaxBatch).
 func (c *Client) SubmitBatch(ctx context.Context, ops []ledger.Op, level ledger.Level) (first, last ledger.TxID, err error) {
-	cl, err := c.do(ctx, wire.TypeSubmitted, func(e *wire.Encoder, id uint64) { e.Submit(id, level, ops) })
+	cl, err := c.submit(ctx, wire.TypeSubmitted, ops, func(e *wire.Encoder, id uint64) { e.Submit(id, level, ops) })
 	if err != nil {
 		return 0, 0, err
 	}
@@ -247,7 +339,7 @@ func (c *Client) SubmitBatchResults(ctx context.Context, ops []ledger.Op, level 
 	if level < ledger.Computed || level > ledger.Snapshot {
 		return nil, ledger.ErrLevel
 	}
-	cl, err := c.do(ctx, wire.TypeSubmitted, func(e *wire.Encoder, id uint64) { e.Submit(id, level, ops) })
+	cl, err := c.submit(ctx, wire.TypeSubmitted, ops, func(e *wire.Encoder, id uint64) { e.Submit(id, level, ops) })
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +353,7 @@ func (c *Client) SubmitBatchResults(ctx context.Context, ops []ledger.Op, level 
 // (Computed, Committed or Snapshot). If ctx ends first the transaction
 // still executes.
 func (c *Client) SubmitAndWait(ctx context.Context, op ledger.Op, level ledger.Level) (ledger.Result, error) {
-	cl, err := c.do(ctx, wire.TypeResultIs, func(e *wire.Encoder, id uint64) { e.SubmitWait(id, level, op) })
+	cl, err := c.submit(ctx, wire.TypeResultIs, []ledger.Op{op}, func(e *wire.Encoder, id uint64) { e.SubmitWait(id, level, op) })
 	if err != nil {
 		return ledger.Result{}, err
 	}

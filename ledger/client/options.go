@@ -21,12 +21,14 @@ type options struct {
 	dial         func(ctx context.Context, network, addr string) (net.Conn, error)
 	token        string
 	tls          *tls.Config
+	cluster      []string // WithCluster: every replica's address
+	backoff      time.Duration
 }
 
 func defaultOptions() options {
 	var d net.Dialer
 	return options{conns: 2, timeout: 5 * time.Second, maxFrame: wire.DefaultMaxFrame,
-		writeTimeout: DefaultWriteTimeout, dial: d.DialContext}
+		writeTimeout: DefaultWriteTimeout, dial: d.DialContext, backoff: 10 * time.Millisecond}
 }
 
 // WithConns sets the number of pooled connections (default 2, at least 1).
@@ -81,4 +83,21 @@ func WithToken(secret string) Option {
 // cfg.Certificates for a server that requires client certificates.
 func WithTLS(cfg *tls.Config) Option {
 	return func(o *options) { o.tls = cfg }
+}
+
+// WithCluster makes the client follow a cluster's leader (servers started
+// with server.NewReplica): addrs are the replicas' TCP addresses (the one
+// passed to Dial among them or not). A submit answered not_leader goes to
+// the leader named, or the next replica when none is; one that could not
+// be sent (no connection) goes to the next replica; both are retried, as
+// they never executed. A submit whose outcome is unknown (the connection
+// lost, or the replica stopped leading after it took it) is retried with
+// the same ops only if every op has a UserRef: the leader's idempotency
+// index then answers the retry as a duplicate of the original if it
+// executed (exactly once); without one it returns the error. Retries go
+// on until ctx ends, with backoff between replicas. Reads are answered by
+// whichever replica the client is connected to (a follower's state; see
+// Indexes).
+func WithCluster(addrs ...string) Option {
+	return func(o *options) { o.cluster = append([]string(nil), addrs...) }
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 )
@@ -108,19 +109,22 @@ func checkSecret(s string) error {
 	return nil
 }
 
-// authenticator checks bearer tokens. It keeps SHA-256 digests, compared
-// in constant time against every token, so neither a secret's bytes nor
-// its length nor which token matched shows in the time taken.
-type authenticator struct {
+// Authenticator checks bearer tokens; the ledger server and ledgercluster's
+// replica API use it. It keeps SHA-256 digests, compared in constant time
+// against every token, so neither a secret's bytes nor its length nor
+// which token matched shows in the time taken.
+type Authenticator struct {
 	digests [][sha256.Size]byte
 	scopes  []Scope
 }
 
-func newAuthenticator(toks []Token) (*authenticator, error) {
+// NewAuthenticator returns an Authenticator of toks; nil (no checks) for
+// none. Errors wrap ErrConfig.
+func NewAuthenticator(toks []Token) (*Authenticator, error) {
 	if len(toks) == 0 {
 		return nil, nil
 	}
-	a := &authenticator{}
+	a := &Authenticator{}
 	for i, t := range toks {
 		if err := checkSecret(t.Secret); err != nil {
 			return nil, fmt.Errorf("%w: token %d: %w", ErrConfig, i, err)
@@ -134,8 +138,8 @@ func newAuthenticator(toks []Token) (*authenticator, error) {
 	return a, nil
 }
 
-// check returns the scope secret grants; 0 if none.
-func (a *authenticator) check(secret []byte) Scope {
+// Check returns the scope secret grants; 0 if none.
+func (a *Authenticator) Check(secret []byte) Scope {
 	d := sha256.Sum256(secret)
 	var got Scope
 	for i := range a.digests {
@@ -144,6 +148,22 @@ func (a *authenticator) check(secret []byte) Scope {
 		}
 	}
 	return got
+}
+
+// AuthorizeHTTP checks r's bearer token (the Authorization header) for
+// need and returns "" if it grants it, else why not: "missing", "invalid"
+// or "forbidden" (a read_only token where read_write is needed).
+func (a *Authenticator) AuthorizeHTTP(r *http.Request, need Scope) string {
+	secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	switch scope := a.Check([]byte(secret)); {
+	case !ok || secret == "":
+		return authMissing
+	case scope == 0:
+		return authInvalid
+	case scope < need:
+		return authForbidden
+	}
+	return ""
 }
 
 // Why an authentication failed, as metric labels and log values spell it.

@@ -269,7 +269,7 @@ func (c *conn) reply(r response) {
 }
 
 func (c *conn) fail(id uint64, err error) {
-	c.reply(response{id: id, err: wire.AsError(ctxErr(err))})
+	c.reply(response{id: id, err: c.s.wireErr(ctxErr(err))})
 }
 
 // hello authenticates the connection from its first frame, which must be
@@ -281,7 +281,7 @@ func (c *conn) hello(h wire.Header, body []byte, dec *wire.Decoder, req *wire.Re
 	if h.Type == wire.TypeHello {
 		reason = authInvalid
 		if err := dec.Request(h.Type, body, req); err == nil {
-			c.scope = c.s.auth.check(req.Token)
+			c.scope = c.s.auth.Check(req.Token)
 		}
 		dec.Release() // the token is not kept
 		if c.scope != 0 {
@@ -309,7 +309,7 @@ func (c *conn) hello(h wire.Header, body []byte, dec *wire.Decoder, req *wire.Re
 // before any answer is queued, so a client that has its answer finds the
 // server's frame memory returned.
 func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.Request, release func()) {
-	l := c.s.l
+	l := c.s.ledger()
 	err := dec.Request(h.Type, body, req)
 	release()
 	if err != nil {
@@ -431,6 +431,8 @@ func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.R
 			}
 			c.reply(response{typ: wire.TypeSnapshotTaken, id: h.ID, first: tx})
 		})
+	default: // the reads (read.go)
+		c.readIndex(h.ID, h.Type, req.Read)
 	}
 }
 
@@ -451,7 +453,7 @@ func (c *conn) submit(id uint64, req *wire.Request) {
 		return
 	}
 	if req.Level <= ledger.Sequenced {
-		first, last, err := c.s.l.SubmitBatch(req.Ops)
+		first, last, err := c.s.ledger().SubmitBatch(req.Ops)
 		if err != nil {
 			c.fail(id, err)
 			return
@@ -464,7 +466,7 @@ func (c *conn) submit(id uint64, req *wire.Request) {
 	// stage deliveries; the last one queues the answer.
 	b := &batchAnswer{c: c, id: id, level: req.Level, start: time.Now(), res: make([]ledger.Result, 0, len(req.Ops))}
 	c.waits.Add(1)
-	if _, _, err := c.s.l.SubmitBatchFunc(req.Ops, req.Level, b.put); err != nil {
+	if _, _, err := c.s.ledger().SubmitBatchFunc(req.Ops, req.Level, b.put); err != nil {
 		c.waits.Done()
 		c.fail(id, err)
 		return
@@ -509,14 +511,14 @@ func (b *batchAnswer) put(r ledger.Result, err error) {
 
 // wait answers r once tx reached level.
 func (c *conn) wait(id uint64, tx ledger.TxID, level ledger.Level, r response) {
-	if lv, err := c.s.l.Status(tx); err == nil && lv >= level {
+	if lv, err := c.s.ledger().Status(tx); err == nil && lv >= level {
 		c.reply(r)
 		return
 	}
 	c.waits.Add(1)
 	c.s.workers.run(func() {
 		defer c.waits.Done()
-		if err := c.s.l.Wait(c.s.ctx, tx, level); err != nil {
+		if err := c.s.ledger().Wait(c.s.ctx, tx, level); err != nil {
 			c.fail(id, err)
 			return
 		}

@@ -128,7 +128,7 @@ type jsonCount struct {
 }
 
 func (s *Server) status() *jsonStatus {
-	st := s.l.Stats()
+	st := s.ledger().Stats()
 	j := &jsonStatus{TimeMs: time.Now().UnixMilli(), Up: !st.Closed && !st.Failed, Closed: st.Closed, Failed: st.Failed,
 		Indexes: jsonIndexes(st.Indexes), Recovered: st.Recovered, Submitted: st.Submitted, Committed: st.Committed,
 		Snapshots: st.Snapshots, SnapshotTx: st.SnapshotTx}
@@ -141,7 +141,7 @@ func (s *Server) status() *jsonStatus {
 	p := st.Pressure
 	j.Pressure.Level, j.Pressure.Stages, j.Pressure.Spinning = p.Level.String(), p.Stages, p.Spinning
 	j.Pressure.Parks, j.Pressure.Unparks, j.Pressure.Yields = p.Parks, p.Unparks, p.Yields
-	for _, ps := range s.l.StageStats(make([]pressure.StageStats, 0, 3)) {
+	for _, ps := range s.ledger().StageStats(make([]pressure.StageStats, 0, 3)) {
 		j.Pressure.PerStage = append(j.Pressure.PerStage, jsonStageStats(ps))
 	}
 	j.Server.Conns, j.Server.HTTPConns, j.Server.Ops = s.open.Load(), s.httpOpen.Load(), s.m.ops.Load()

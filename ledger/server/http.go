@@ -27,6 +27,14 @@ import (
 //	GET  /v1/status                  what the dashboard draws (dashboard.go)
 //	GET  /, /dashboard/              the dashboard's static page, served without a token
 //	POST /v1/snapshot                write a snapshot now; {"tx_id":..} once it is durable
+//	GET  /v1/accounts/{id}/transfers ?limit=&debits=&credits=&timestamp_min=&timestamp_max=&reverse=&cursor=&wait_for=
+//	GET  /v1/accounts/{id}/balances  the same filter: the account's columns after each transfer
+//	GET  /v1/accounts/{id}/balance_at?tx=N   the columns after tx N
+//	POST /v1/query/transfers         {"limit":..,"ledger":..,"timestamp_min":..,...}; read_only suffices
+//	POST /v1/query/accounts          {"limit":..,"ledger":..,"code":..,"user_data_0":..,...}
+//	POST /v1/lookup/accounts         {"ids":[...]}
+//	POST /v1/lookup/transfers        {"ids":[...],"wait_for":N}
+//	                                 (read.go; every read answers "as_of", "through" and "committed")
 //	GET  /healthz                    200 "ok", or 503 once the ledger is closed or failed
 //	GET  /readyz                     200 "ready" once the server serves a recovered ledger, else 503
 //	GET  /metrics                    Prometheus exposition (client_golang)
@@ -43,6 +51,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/tx/{id}", s.handleTx)
 	mux.HandleFunc("GET /v1/indexes", s.handleIndexes)
 	mux.HandleFunc("POST /v1/snapshot", s.handleSnapshot)
+	s.readRoutes(mux) // read.go
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("GET /readyz", s.handleReady)
 	mux.Handle("GET /metrics", s.metricsHandler())
@@ -77,7 +86,7 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.l.Indexes(); err != nil || !s.ready.Load() || s.isClosing() {
+	if _, err := s.ledger().Indexes(); err != nil || !s.ready.Load() || s.isClosing() {
 		http.Error(w, "not ready", http.StatusServiceUnavailable)
 		return
 	}
@@ -93,20 +102,10 @@ func (s *Server) authorizeHTTP(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	need := ReadOnly
-	if r.Method == http.MethodPost || strings.HasPrefix(r.URL.Path, "/debug/") {
+	if r.Method == http.MethodPost && !isReadPost(r) || strings.HasPrefix(r.URL.Path, "/debug/") {
 		need = ReadWrite
 	}
-	h := r.Header.Get("Authorization")
-	secret, ok := strings.CutPrefix(h, "Bearer ")
-	reason := ""
-	switch scope := s.auth.check([]byte(secret)); {
-	case !ok || secret == "":
-		reason = authMissing
-	case scope == 0:
-		reason = authInvalid
-	case scope < need:
-		reason = authForbidden
-	}
+	reason := s.auth.AuthorizeHTTP(r, need)
 	if reason == "" {
 		return true
 	}
@@ -134,7 +133,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func (s *Server) httpError(w http.ResponseWriter, err error) {
-	we := wire.AsError(ctxErr(err))
+	we := s.wireErr(ctxErr(err))
 	s.m.errors[min(int(we.Code), len(s.m.errors)-1)].Add(1)
 	status := http.StatusInternalServerError
 	switch {
@@ -143,10 +142,18 @@ func (s *Server) httpError(w http.ResponseWriter, err error) {
 		if we.Code == wire.CodeTooLarge {
 			status = http.StatusRequestEntityTooLarge
 		}
+	case we.Code == wire.CodeFilter || we.Code == wire.CodeNoHistory:
+		status = http.StatusBadRequest
 	case we.Code == wire.CodeNotFound || we.Code == wire.CodeAccountNotFound:
 		status = http.StatusNotFound
+	case we.Code == wire.CodeIndexOff:
+		status = http.StatusNotImplemented
+	case we.Code == wire.CodeNotCommitted:
+		status = http.StatusConflict
 	case we.Code == wire.CodeClosed || we.Code == wire.CodeFailed || we.Code == wire.CodeShutdown:
 		status = http.StatusServiceUnavailable
+	case we.Code == wire.CodeNotLeader:
+		status = http.StatusMisdirectedRequest
 	}
 	writeJSON(w, status, jsonError{Error: err.Error(), Code: uint16(we.Code), Index: we.Index})
 }
@@ -191,7 +198,7 @@ func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if single && level >= ledger.Computed {
-		res, err := s.l.SubmitAndWait(r.Context(), ops[0], level)
+		res, err := s.ledger().SubmitAndWait(r.Context(), ops[0], level)
 		if err != nil {
 			s.httpError(w, err)
 			return
@@ -204,7 +211,7 @@ func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
 	}
 	if !single && level >= ledger.Computed {
 		// A waited batch answers every op's result.
-		res, err := s.l.SubmitBatchAndWait(r.Context(), ops, level)
+		res, err := s.ledger().SubmitBatchAndWait(r.Context(), ops, level)
 		if err != nil {
 			s.httpError(w, err)
 			return
@@ -219,7 +226,7 @@ func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, out)
 		return
 	}
-	first, last, err := s.l.SubmitBatch(ops)
+	first, last, err := s.ledger().SubmitBatch(ops)
 	if err != nil {
 		s.httpError(w, err)
 		return
@@ -246,7 +253,7 @@ func (s *Server) handleBalance(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, err)
 		return
 	}
-	b, err := s.l.Balance(id)
+	b, err := s.ledger().Balance(id)
 	if err != nil {
 		s.httpError(w, err)
 		return
@@ -263,7 +270,7 @@ func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, err)
 		return
 	}
-	a, err := s.l.Lookup(id)
+	a, err := s.ledger().Lookup(id)
 	if err != nil {
 		s.httpError(w, err)
 		return
@@ -277,7 +284,7 @@ func (s *Server) handleTx(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, err)
 		return
 	}
-	lv, err := s.l.Status(ledger.TxID(id))
+	lv, err := s.ledger().Status(ledger.TxID(id))
 	if err != nil {
 		s.httpError(w, err)
 		return
@@ -292,7 +299,7 @@ func (s *Server) handleTx(w http.ResponseWriter, r *http.Request) {
 		Result *jsonResult `json:"result,omitempty"`
 	}{ID: id, Status: lv.String()}
 	if lv >= ledger.Committed {
-		res, err := s.l.Result(ledger.TxID(id))
+		res, err := s.ledger().Result(ledger.TxID(id))
 		if err != nil {
 			s.httpError(w, err)
 			return
@@ -303,7 +310,7 @@ func (s *Server) handleTx(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleIndexes(w http.ResponseWriter, r *http.Request) {
-	x, err := s.l.Indexes()
+	x, err := s.ledger().Indexes()
 	if err != nil {
 		s.httpError(w, err)
 		return
@@ -312,7 +319,7 @@ func (s *Server) handleIndexes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
-	tx, _, err := s.snap.do(r.Context(), s.l, s.ctx)
+	tx, _, err := s.snap.do(r.Context(), s.ledger(), s.ctx)
 	if err != nil {
 		s.httpError(w, err)
 		return
@@ -323,7 +330,7 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.l.Indexes(); err != nil || s.isClosing() {
+	if _, err := s.ledger().Indexes(); err != nil || s.isClosing() {
 		http.Error(w, "unavailable", http.StatusServiceUnavailable)
 		return
 	}

@@ -97,7 +97,7 @@ func (s *Server) newRegistry() *prometheus.Registry {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		sw, m.httpReqs, m.httpTime,
-		serverCollector{s}, ledgerCollector{s.l},
+		serverCollector{s}, ledgerCollector{s.ledger},
 	)
 	return reg
 }
@@ -184,7 +184,7 @@ func (c serverCollector) Collect(ch chan<- prometheus.Metric) {
 // ledgerCollector exports ledger.Stats, taken once per scrape: every
 // transaction the ledger executed since it was opened, whoever submitted
 // it, and the work of its stages.
-type ledgerCollector struct{ l *ledger.Ledger }
+type ledgerCollector struct{ l func() *ledger.Ledger }
 
 var (
 	dUp        = desc("ledger_up", "1 if the ledger answers, 0 once it is closed or failed.")
@@ -216,7 +216,8 @@ func (c ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c ledgerCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.l.Stats()
+	l := c.l() // a replica's changes as it leads or follows
+	st := l.Stats()
 	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
 	}

@@ -24,9 +24,12 @@ var ErrServerClosed = errors.New("server: closed")
 // Server serves one ledger. Create it with New; its methods are safe for
 // concurrent use.
 type Server struct {
-	l   *ledger.Ledger
-	cfg Config
-	m   metrics
+	ledger func() *ledger.Ledger // the one New was given, or a Replica's current one
+	// leaderAddr names a replica's address on the TCP protocol, for a
+	// not_leader answer (NewReplica); nil for a single ledger.
+	leaderAddr func(id uint64) string
+	cfg        Config
+	m          metrics
 
 	ctx    context.Context // canceled when Shutdown gives up waiting
 	cancel context.CancelFunc
@@ -39,7 +42,7 @@ type Server struct {
 	tcpAddr  net.Addr
 	httpAddr net.Addr
 
-	auth      *authenticator     // nil: no tokens
+	auth      *Authenticator     // nil: no tokens
 	frameBufs *wire.FrameBuffers // large request bodies, within MaxFrameMemory
 	snap      snapGate
 	httpOpen  atomic.Int64 // open HTTP connections
@@ -58,18 +61,57 @@ func New(l *ledger.Ledger, cfg Config) (*Server, error) {
 	if l == nil {
 		return nil, fmt.Errorf("%w: nil ledger", ErrConfig)
 	}
+	return newServer(func() *ledger.Ledger { return l }, nil, cfg)
+}
+
+// Replica is a replica of a ledger cluster (ledgercluster.Node): its
+// ledger changes as it starts or stops leading.
+type Replica interface {
+	// Ledger returns the replica's current ledger.
+	Ledger() *ledger.Ledger
+	// TCPAddr returns replica id's address for this server's TCP
+	// protocol, "" if unknown.
+	TCPAddr(id uint64) string
+}
+
+// NewReplica returns a server for a cluster replica: each request goes to
+// its current ledger. On a follower, submits fail with not_leader
+// (wire.CodeNotLeader, naming the leader's TCP address) and reads answer
+// from the follower's state (Indexes says as of which transaction).
+func NewReplica(r Replica, cfg Config) (*Server, error) {
+	if r == nil {
+		return nil, fmt.Errorf("%w: nil replica", ErrConfig)
+	}
+	return newServer(r.Ledger, r.TCPAddr, cfg)
+}
+
+func newServer(l func() *ledger.Ledger, leaderAddr func(uint64) string, cfg Config) (*Server, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{l: l, cfg: cfg, conns: make(map[*conn]struct{}), workers: newWorkers(),
+	s := &Server{ledger: l, leaderAddr: leaderAddr, cfg: cfg, conns: make(map[*conn]struct{}), workers: newWorkers(),
 		frameBufs: wire.NewFrameBuffers(cfg.MaxFrameMemory)}
-	if s.auth, err = newAuthenticator(cfg.Tokens); err != nil {
+	if s.auth, err = NewAuthenticator(cfg.Tokens); err != nil {
 		return nil, err
 	}
 	s.reg = s.newRegistry()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
+}
+
+// wireErr is the wire error for err; a not_leader names the leader's
+// address on the TCP protocol.
+func (s *Server) wireErr(err error) *wire.Error {
+	we := wire.AsError(err)
+	var nl *ledger.NotLeaderError
+	if we.Code == wire.CodeNotLeader && errors.As(err, &nl) {
+		we.Message = ""
+		if s.leaderAddr != nil && nl.LeaderID != 0 {
+			we.Message = s.leaderAddr(nl.LeaderID)
+		}
+	}
+	return we
 }
 
 // Start listens on Config.Addr and Config.HTTPAddr and serves both in the

@@ -14,7 +14,7 @@ import (
 // Flags shared by the commands that talk to a server.
 func addrFlag() *cli.StringFlag {
 	return &cli.StringFlag{Name: "addr", Value: server.DefaultAddr, EnvVars: []string{"LEDGER_ADDR"},
-		Usage: "TCP address of the ledger server (binary protocol)"}
+		Usage: "TCP address of the ledger server (binary protocol); a cluster's replicas separated by commas (it follows the leader)"}
 }
 
 func timeoutFlag() *cli.DurationFlag {

@@ -19,7 +19,13 @@ func dial(c *cli.Context) (*client.Client, context.Context, context.CancelFunc, 
 		return nil, nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
-	cl, err := client.Dial(ctx, c.String("addr"), append(opts, client.WithConns(1))...)
+	// Several addresses: the replicas of a cluster, whose leader the
+	// client follows (a submit is retried only with --ref).
+	addrs := strings.Split(c.String("addr"), ",")
+	if len(addrs) > 1 {
+		opts = append(opts, client.WithCluster(addrs...))
+	}
+	cl, err := client.Dial(ctx, addrs[0], append(opts, client.WithConns(1))...)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err
@@ -90,10 +96,10 @@ func transferCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "post", Usage: "post the pending transfer `ID` (all of it, or AMOUNT of it)"},
 			&cli.Uint64Flag{Name: "void", Usage: "void the pending transfer `ID`"},
 			&cli.BoolFlag{Name: "linked", Usage: "the arguments are FROM TO AMOUNT triples, applied as one linked chain"},
-			&cli.Uint64Flag{Name: "pending-timeout", EnvVars: []string{"LEDGER_PENDING_TIMEOUT"}, Usage: "with --pending: seconds after which the hold expires (0: never)"},
-			&cli.Uint64Flag{Name: "ledger", EnvVars: []string{"LEDGER_TRANSFER_LEDGER"}, Usage: "the accounts' ledger, checked (0: theirs)"},
-			&cli.Uint64Flag{Name: "code", EnvVars: []string{"LEDGER_TRANSFER_CODE"}, Usage: "the transfer's code, 0 to 65535"},
-			&cli.Uint64Flag{Name: "user-data", EnvVars: []string{"LEDGER_TRANSFER_USER_DATA"}, Usage: "an unsigned integer kept with the transfer"},
+			&cli.Uint64Flag{Name: "pending-timeout", Usage: "with --pending: seconds after which the hold expires (0: never)"},
+			&cli.Uint64Flag{Name: "ledger", Usage: "the accounts' ledger, checked (0: theirs)"},
+			&cli.Uint64Flag{Name: "code", Usage: "the transfer's code, 0 to 65535"},
+			&cli.Uint64Flag{Name: "user-data", Usage: "an unsigned integer kept with the transfer"},
 			&cli.BoolFlag{Name: "balancing-debit", Usage: "move at most AMOUNT: what FROM's debits may still take"},
 			&cli.BoolFlag{Name: "balancing-credit", Usage: "move at most AMOUNT: what TO's credits may still take"},
 			&cli.BoolFlag{Name: "closing-debit", Usage: "with --pending: close FROM"},
