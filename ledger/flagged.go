@@ -199,9 +199,9 @@ func room(limit, a, b int64) uint64 {
 // take the pending transfer's, and the record carries them.
 func (x *executor) resolvePending(r *request, id uint64, ts int64, rec *txRecord) FailReason {
 	f := r.tflags()
-	p, ok := x.book.m[r.pendingID()]
+	p, ok := x.book.m.get(r.pendingID())
 	if !ok {
-		switch x.book.done[r.pendingID()].state {
+		switch st, _ := x.book.done.get(r.pendingID()); st {
 		case pendingPosted:
 			return PendingTransferAlreadyPosted
 		case pendingVoided:
@@ -268,7 +268,7 @@ func (x *executor) resolvePending(r *request, id uint64, ts int64, rec *txRecord
 	} else {
 		rec.n, rec.inline = 2, release
 	}
-	x.book.resolve(p.id, st, ts, id)
+	x.book.resolveOpen(&p, st, ts, id)
 	if st == pendingVoided {
 		for _, s := range p.closes() {
 			x.setClosed(s, false)

@@ -175,7 +175,7 @@ func FuzzSnapshot(f *testing.F) {
 			again, err := decodePendingBook(b.encode(), fateRetention{}, 1<<20, 1<<40)
 			require.NoError(t, err)
 			require.Equal(t, b.encode(), again.encode())
-			require.LessOrEqual(t, len(b.m)*openRecLen+len(b.done)*fateRecLen+len(b.closed)*16, len(val))
+			require.LessOrEqual(t, b.m.len()*openRecLen+b.done.len()*fateRecLen+len(b.closed)*16, len(val))
 		}
 		if m, err := decodeManifest(val); err == nil {
 			enc, err := encodeMsgpack(m)
