@@ -156,3 +156,13 @@ func (p *InPort[T]) connIDs() []uint64 {
 	}
 	return ids
 }
+
+// state reports the port's connections, lanes and merge (see stateSpan).
+func (p *InPort[T]) state(see func(p unsafe.Pointer, size uintptr)) {
+	for _, k := range p.conns {
+		see(unsafe.Pointer(k), unsafe.Sizeof(*k))
+		see(unsafe.Pointer(k.ring), unsafe.Sizeof(*k.ring))
+		see(unsafe.Pointer(k.flane), unsafe.Sizeof(*k.flane))
+	}
+	see(unsafe.Pointer(p.merge), unsafe.Sizeof(*p.merge))
+}

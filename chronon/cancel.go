@@ -78,11 +78,12 @@ func (t *cut) refresh(c uint64) {
 		i = n - keep // older slots may be reused meanwhile; all in effect (invariant 3)
 	}
 	for ; i < n; i++ {
-		if x := l.cyc[i&l.mask].Load() + uint64(t.d); x > c {
+		e := &l.ent[i&l.mask]
+		if x := e.cyc.Load() + uint64(t.d); x > c {
 			t.next, t.seen = x, none // in effect from cycle+d
 			break
 		}
-		t.ep = uint32(l.val[i&l.mask].Load())
+		t.ep = uint32(e.val.Load())
 	}
 	t.used = i
 }

@@ -281,10 +281,13 @@ func (k *conn[T]) record(c uint64) {
 	k.cyclePushes++
 }
 
-// publish publishes the push count, after the message, when cross.
+// publish publishes the push count, after the message, when cross: a
+// release store, since a reader needs only the messages before the count
+// it loads (see cycleLog for why nothing here needs a sequentially
+// consistent store).
 func (k *conn[T]) publish() {
 	if k.cross {
-		k.pubPushes.Store(k.pushes)
+		ringbuf.StoreRelease(&k.pubPushes, k.pushes)
 	}
 }
 

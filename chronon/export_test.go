@@ -80,3 +80,22 @@ func LookaheadLags(s *Simulation) []uint64 {
 	}
 	return lags
 }
+
+// BarrierStats returns, summed over the barrier engine's workers, the
+// clusters they ran and, of those, the clusters taken from another
+// worker's list; ok is false without a barrier engine.
+func BarrierStats(s *Simulation) (ran, stolen uint64, ok bool) {
+	e, ok := s.eng.(*engine)
+	if !ok {
+		return 0, 0, false
+	}
+	for _, w := range e.workers {
+		ran += w.ran
+		stolen += w.stolen
+	}
+	return ran, stolen, true
+}
+
+// CalibrationCycles returns how many cycles the first parallel Run ran
+// sequentially to calibrate (0 before it has).
+func CalibrationCycles(s *Simulation) uint64 { return s.calCycles }

@@ -3,6 +3,7 @@ package chronon
 import (
 	"reflect"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/lanework/lanework/frontier"
 )
@@ -360,6 +361,7 @@ type inPortAny interface {
 	localName() string
 	elem() reflect.Type
 	build() error
+	state(see func(p unsafe.Pointer, size uintptr))
 	setParallel(groupOf []int, prog []*atomic.Uint64)
 	connCount() int
 	unboundedConn() string

@@ -286,6 +286,19 @@ func TestParallelCalibration(t *testing.T) {
 		require.Equal(t, 1, w)
 		require.Contains(t, reason, "parallel threshold")
 	})
+	t.Run("expensive cycles calibrate briefly", func(t *testing.T) {
+		// Ticks of 100 us: 8 slices of one cycle and a profile of at least
+		// 16 cycles and about 2 ms; a slower host only means fewer cycles.
+		s := chronon.New()
+		require.NoError(t, s.Add("a", &busy{d: 50 * time.Microsecond}))
+		require.NoError(t, s.Add("b", &busy{d: 50 * time.Microsecond}))
+		require.NoError(t, s.Build())
+		require.NoError(t, s.SetWorkers(2))
+		require.NoError(t, s.Run(1100))
+		n := chronon.CalibrationCycles(s)
+		require.GreaterOrEqual(t, n, uint64(8+16))
+		require.LessOrEqual(t, n, uint64(8+24), "a 100 us cycle calibrates over a few dozen cycles")
+	})
 	t.Run("profiled repartition is deterministic", func(t *testing.T) {
 		build := ring(7, nil)
 		want := scenario{build: build, run: runFor(3000)}.outcome(t, 1)
@@ -370,5 +383,64 @@ func TestLookaheadStopLatency(t *testing.T) {
 			require.Contains(t, o.err, fmt.Sprintf(`"n3" panicked at cycle %d`, 60+la-1))
 			require.Equal(t, uint64(60+la-1), o.cycle)
 		})
+	}
+}
+
+// slowNode is a harness node whose Tick takes a few milliseconds every
+// period cycles, as a worker the host deschedules would.
+type slowNode struct {
+	node
+	period uint64
+}
+
+func (n *slowNode) Tick() {
+	if c := n.Cycle(); c%n.period == n.period/2 {
+		time.Sleep(3 * time.Millisecond)
+	}
+	n.node.Tick()
+}
+
+func TestParallelLateWorkerIsCovered(t *testing.T) {
+	// The first unit of each worker's list is slow now and then. The other
+	// worker then takes what is left of the slow one's list (after its
+	// wait of stealPolls polls), and the results stay the sequential ones.
+	build := func(t *testing.T) *chronon.Simulation {
+		s := chronon.New()
+		nodes := make([]*slowNode, 6)
+		for i := range nodes {
+			nodes[i] = &slowNode{node: node{seed: uint64(i) + 1, sendP: 128}, period: 1 << 20}
+			if i < 2 {
+				nodes[i].period = 40
+			}
+			require.NoError(t, s.Add(fmt.Sprintf("n%d", i), nodes[i]))
+		}
+		for i, nd := range nodes {
+			require.NoError(t, chronon.Connect(&nd.Out[0], &nodes[(i+1)%6].In, chronon.Capacity(2)))
+			require.NoError(t, chronon.Connect(&nd.Out[1], &nodes[(i+5)%6].In, chronon.Delay(3), chronon.Rate(2)))
+		}
+		require.NoError(t, s.Build())
+		return s
+	}
+	sc := scenario{build: build, run: runFor(400)}
+	want := sc.outcome(t, 1)
+	s := build(t)
+	s.SetParallelThreshold(0)
+	require.NoError(t, s.SetWorkers(2))
+	require.NoError(t, s.Run(400))
+	ran, stolen, ok := chronon.BarrierStats(s)
+	require.True(t, ok)
+	require.Equal(t, uint64(400*6), ran)
+	require.NotZero(t, stolen, "no cluster of a late worker was taken over")
+	require.Empty(t, firstDivergence(want, sc.outcome(t, 2)))
+}
+
+// busy spins for d in every Tick: a unit of an expensive model.
+type busy struct {
+	chronon.Base
+	d time.Duration
+}
+
+func (b *busy) Tick() {
+	for t0 := time.Now(); time.Since(t0) < b.d; {
 	}
 }

@@ -121,19 +121,21 @@ func (s *Simulation) runSeq(n uint64) (err error) {
 // sequentially, in calibrationSlices slices, to measure the cost of a
 // cycle; profileCycles the most it then runs timing every unit, to
 // partition by measured cost. Both phases also stop at a time budget
-// (calibrationSliceTime per slice, checked every calibrationStep cycles, and
-// profileTime, after at least profileMinCycles), so that an expensive model
-// spends milliseconds, not a thousand sequential cycles, before it runs in
-// parallel: a 100 us cycle measures over 8 slices of 8 cycles and profiles
-// over about 100 cycles.
+// (calibrationSliceTime per slice, checked after every cycle, and
+// profileTime, after at least profileMinCycles), so that an expensive
+// model spends a few milliseconds, not a thousand sequential cycles,
+// before it runs in parallel: a 100 us cycle measures over 8 slices of one
+// cycle and profiles over about 20. Those cycles run on one core; the
+// budgets were 0.5 ms per slice, checked every 8 cycles, and 10 ms, which
+// cost the 2-worker run of two 32-unit partitions (107 us a cycle) about
+// 160 sequential cycles, 9% of a 3,000-cycle run's time.
 const (
 	calibrationCycles    = 1024
 	calibrationSlices    = 8
-	calibrationStep      = 8
-	calibrationSliceTime = 500 * time.Microsecond
+	calibrationSliceTime = 100 * time.Microsecond
 	profileCycles        = 256
-	profileMinCycles     = 32
-	profileTime          = 10 * time.Millisecond
+	profileMinCycles     = 16
+	profileTime          = 2 * time.Millisecond
 )
 
 // calibrate runs the first cycles of a parallel configuration sequentially.
@@ -157,8 +159,8 @@ func (s *Simulation) calibrate(n uint64) uint64 {
 	for range calibrationSlices {
 		c1, t0 := s.cycle, time.Now()
 		var el time.Duration
-		for ran := uint64(0); ran < slice && el < calibrationSliceTime; ran += calibrationStep {
-			_ = s.runSeq(calibrationStep) // a failure halts the simulation; Run returns s.fault
+		for ran := uint64(0); ran < slice && el < calibrationSliceTime; ran++ {
+			_ = s.runSeq(1) // a failure halts the simulation; Run returns s.fault
 			if s.halted() {
 				return n - (s.cycle - c0)
 			}
@@ -168,6 +170,7 @@ func (s *Simulation) calibrate(n uint64) uint64 {
 	}
 	ran := s.cycle - c0
 	s.calibrated = true
+	defer func() { s.calCycles = s.cycle - c0 }()
 	s.seqPer = per
 	if per < s.threshold {
 		s.eng, s.seqReason = nil, fmt.Sprintf("a cycle takes %v sequentially, under the %v parallel threshold", per, s.threshold)

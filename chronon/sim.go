@@ -41,6 +41,7 @@ type Simulation struct {
 	backoff     int
 	segCycles   uint64 // adaptive segment length; 0: from seqPer (tests set it)
 	seqSegments int    // adaptive segments run sequentially, for tests
+	calCycles   uint64 // cycles the calibration ran sequentially, for tests
 
 	obs     observer
 	cfg     simConfig
@@ -187,6 +188,7 @@ func (s *Simulation) Build() (err error) {
 			return fmt.Errorf("build %s: %w", in.fullName(), err)
 		}
 	}
+	s.collapseState()
 	if s.lg != nil {
 		s.lg.prepare(s.units)
 	}

@@ -224,7 +224,7 @@ func (w *worker) loopSleepy() {
 	e := w.e
 	r := e.sl
 	for c := e.start; ; {
-		g := w.await(c)
+		g := w.awaitGate(c)
 		if g&1 == 1 {
 			return
 		}
@@ -238,7 +238,7 @@ func (w *worker) loopSleepy() {
 			}
 			n := nw & (1<<idxBits - 1)
 			for {
-				lo, hi, ok := claimChunk(&l.claim, c, n, n)
+				lo, hi, ok := claimChunk(&l.claim, c, n, n, false)
 				if !ok {
 					break
 				}

@@ -41,7 +41,6 @@ func BenchmarkSubmit(b *testing.B) {
 	ops := benchOps(1<<16, 1_000_000)
 	b.ReportAllocs()
 	submitCommitted(b, l, ops)
-	b.ReportMetric(float64(l.Stats().OverlayWaits), "overlay-waits")
 }
 
 // BenchmarkSubmitTransfers is BenchmarkSubmit with simple transfers only,
@@ -247,7 +246,6 @@ func BenchmarkSubmitParallel(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
-	b.ReportMetric(float64(l.Stats().OverlayWaits), "overlay-waits")
 }
 
 // BenchmarkRecovery times Open replaying a WAL of 5M transactions (no
@@ -323,10 +321,8 @@ func BenchmarkClosedLoopCommit(b *testing.B) {
 }
 
 // BenchmarkExecute is the Transactor's cost per transaction alone: random
-// deposits and transfers over 1M accounts, in runs of 4096 touched ahead as
-// the Transactor does, with the Snapshotter simulated in the same goroutine
-// applying each record 65,536 transactions later (a full WAL ring of lag),
-// so that lookups go through the overlay to the readable balances.
+// deposits and transfers over 1M accounts, touched ahead in groups as the
+// Transactor does, into a ring of 65,536 records (the WAL ring's size).
 func BenchmarkExecute(b *testing.B) {
 	benchExecute(b, newDedup(DefaultDedupWindow), false)
 }
@@ -337,12 +333,11 @@ func BenchmarkExecute(b *testing.B) {
 // Resolved pending transfers are remembered for 65,536 transactions.
 func BenchmarkExecutePendingPost(b *testing.B) {
 	const accounts, lag = 1_000_000, 1 << 16
-	readable := newCells(accounts)
 	accts := newAccountTable(accounts)
 	for a := uint64(1); a < accounts; a++ {
 		accts.insert(acctMeta{id: a, ledger: 1})
 	}
-	x := &executor{readable: readable, accts: accts, ov: newOverlay(overlaySlots(DefaultRingSize), 0), dedup: newDedup(DefaultDedupWindow),
+	x := &executor{work: newWork(accounts, 0, nil), accts: accts, dedup: newDedup(DefaultDedupWindow),
 		maxEntries: DefaultMaxEntries, book: newPendingBook(fateRetention{txs: lag})}
 	rng := rand.New(rand.NewPCG(1, 1))
 	reqs := make([]request, 1<<20)
@@ -357,19 +352,11 @@ func BenchmarkExecutePendingPost(b *testing.B) {
 		}
 	}
 	recs := make([]txRecord, lag)
-	snap := uint64(0)
-	snapshot := func() uint64 { return snap }
 	req := make([]request, touchAhead)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		id := uint64(i + 1)
 		rec := &recs[id%lag]
-		if rec.id != 0 {
-			for _, e := range rec.entries() {
-				readable[e.cell].Store(e.value)
-			}
-			snap = rec.id
-		}
 		k := i % touchAhead
 		if k == 0 {
 			j := i & (len(reqs) - 1)
@@ -381,9 +368,6 @@ func BenchmarkExecutePendingPost(b *testing.B) {
 		r := &req[k]
 		if r.tflags()&PostPendingTransfer != 0 {
 			r.aux = id - 1 // the pending transfer just before
-		}
-		if !x.ov.room(x.entriesBound(r), snapshot, id-1) {
-			b.Fatal("overlay full")
 		}
 		x.execute(r, id, int64(id), rec)
 		if rec.fail != OK {
@@ -404,13 +388,12 @@ func BenchmarkExecuteRefs(b *testing.B) {
 }
 
 func benchExecute(b *testing.B, d *dedup, refs bool) {
-	const accounts, lag = 1_000_000, 1 << 16
-	readable := newCells(accounts)
+	const accounts, ring = 1_000_000, 1 << 16
 	accts := newAccountTable(accounts)
 	for a := uint64(1); a < accounts; a++ {
 		accts.insert(acctMeta{id: a, ledger: 1, flags: DebitsMustNotExceedCredits}) // as every account was before: no debit below zero
 	}
-	x := &executor{readable: readable, accts: accts, ov: newOverlay(overlaySlots(DefaultRingSize), 0), dedup: d, maxEntries: DefaultMaxEntries}
+	x := &executor{work: newWork(accounts, 0, nil), accts: accts, dedup: d, maxEntries: DefaultMaxEntries}
 	ops := benchOps(1<<20, accounts)
 	reqs := make([]request, len(ops))
 	for i, op := range ops {
@@ -418,20 +401,11 @@ func benchExecute(b *testing.B, d *dedup, refs bool) {
 			b.Fatal(err)
 		}
 	}
-	recs := make([]txRecord, lag)
-	snap := uint64(0)
-	snapshot := func() uint64 { return snap }
+	recs := make([]txRecord, ring)
 	req := make([]request, touchAhead)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		id := uint64(i + 1)
-		rec := &recs[id%lag]
-		if rec.id != 0 {
-			for _, e := range rec.entries() {
-				readable[e.cell].Store(e.value)
-			}
-			snap = rec.id
-		}
 		k := i % touchAhead
 		if k == 0 {
 			j := i & (len(reqs) - 1)
@@ -444,17 +418,12 @@ func benchExecute(b *testing.B, d *dedup, refs bool) {
 			x.dedup.startRun(id, int64(id))
 			x.touch(req)
 		}
-		r := &req[k]
-		if !x.ov.room(x.entriesBound(r), snapshot, id-1) {
-			b.Fatal("overlay full")
-		}
-		x.execute(r, id, 0, rec)
+		rec := &recs[id%ring]
+		x.execute(&req[k], id, 0, rec)
 		if rec.fail == Duplicate {
 			b.Fatal("a fresh ref reported as a duplicate")
 		}
 	}
-	b.StopTimer()
-	b.ReportMetric(float64(x.ov.sweeps), "sweeps")
 }
 
 // BenchmarkDedupIndex is BenchmarkSubmit with a fresh UserRef on every

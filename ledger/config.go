@@ -40,12 +40,12 @@ type Config struct {
 	// default 1,000,000; at most MaxAccountsLimit. Account ids are any
 	// uint64 but 0; they map to dense slots through an open-addressing
 	// index. Everything per account is preallocated: 32 bytes of metadata,
-	// 32 bytes of cells (the four columns: the readable cells, which the
-	// Transactor reads under a fixed-size overlay of the cells it changed
-	// and the Snapshotter has not applied yet, sized by RingSize, and from
-	// which snapshots are written without a copy) and 8 to 16 bytes of
-	// index: 72 to 80 bytes per account. Fixed when the directory is
-	// created; opening with another value fails with ErrIncompatible.
+	// twice 32 bytes of cells (the four columns: the Transactor's working
+	// cells, and the readable cells the Snapshotter applies committed
+	// transactions to, from which snapshots are written without a copy)
+	// and 24 to 48 bytes of index: 120 to 144 bytes per account. Fixed
+	// when the directory is created; opening with another value fails
+	// with ErrIncompatible.
 	MaxAccounts uint64
 	// WaitStrategy governs how idle stages wait; default pressure.Balanced.
 	WaitStrategy pressure.WaitStrategy

@@ -160,3 +160,52 @@ func ExampleLedger_WriteCheckpoint() {
 	fmt.Println(last, b)
 	// Output: 2 42
 }
+
+// A card authorisation: a hold (Pending), then a capture of part of it
+// (PostPendingTransfer names the hold's TxID; the rest is released).
+func ExampleTransfer_pending() {
+	dir, _ := os.MkdirTemp("", "ledger-example")
+	defer os.RemoveAll(dir)
+
+	l, err := ledger.Open(ledger.Config{Dir: dir, MaxAccounts: 1000})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	res, err := l.SubmitBatchAndWait(ctx, []ledger.Op{
+		ledger.CreateAccount{ID: 1, Ledger: 840, Flags: ledger.DebitsMustNotExceedCredits}, // the card holder
+		ledger.CreateAccount{ID: 2, Ledger: 840},                                           // the merchant
+		ledger.Deposit{Account: 1, Amount: 100},
+		ledger.Transfer{From: 1, To: 2, Amount: 60, Flags: ledger.Pending, Timeout: 7 * 24 * 3600},
+	}, ledger.Committed)
+	if err != nil {
+		log.Fatal(err)
+	}
+	hold := res[3].ID
+	r, err := l.SubmitAndWait(ctx, ledger.Transfer{From: 1, To: 2, Amount: 41}, ledger.Committed)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("spend 41 more:", r.Fail) // 60 held + 41 > 100
+	r, err = l.SubmitAndWait(ctx, ledger.Transfer{Flags: ledger.PostPendingTransfer, PendingID: hold, Amount: 45}, ledger.Snapshot)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("capture 45:", r.Fail)
+	a, err := l.Lookup(1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(a.DebitsPosted, a.DebitsPending, a.Balance())
+	r, err = l.SubmitAndWait(ctx, ledger.Transfer{Flags: ledger.VoidPendingTransfer, PendingID: hold}, ledger.Committed)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("void it:", r.Fail)
+	// Output:
+	// spend 41 more: exceeds_credits
+	// capture 45: ok
+	// 45 0 55
+	// void it: pending_transfer_already_posted
+}

@@ -3,16 +3,17 @@ package ledger
 import (
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 )
 
-// executor holds the Transactor's working state. The working value of a
-// cell (one column of one account) is its overlay slot's value if it has
-// one, otherwise its readable value (see overlay). The account table and
-// the dedup index are the Transactor's to write.
+// executor holds the Transactor's working state: the working cells (one
+// per column of each account slot, after the last transaction it executed),
+// the account table and the dedup index, all the Transactor's to write.
+// The working cells are a private copy of the readable cells, which lag them
+// by the transactions between Snapshot and Computed; nobody else reads them.
 type executor struct {
-	readable []atomic.Int64 // the Snapshotter's cells, read only here
-	ov       overlay
-	accts    *accountTable
+	work  []int64 // 4 cells per account slot, as the readable cells
+	accts *accountTable
 	// tent holds the accounts a linked chain being executed created,
 	// slots accts.n on: they enter accts only if the chain applies;
 	// tentClosed, those of them a closing transfer of the chain closed.
@@ -31,50 +32,34 @@ type executor struct {
 	sink       int64 // keeps touch's loads
 }
 
-// cols returns slot s's overlay position (see overlay.find) and its four
-// working columns: the slot's, or the readable cells (one 32-byte group).
-func (x *executor) cols(s uint64) (i uint64, found bool, c [numColumns]int64) {
-	i, found = x.ov.find(s)
-	if found {
-		return i, true, x.ov.slots[i].cols
+// newWork returns the working cells of maxAccounts slots, the first n
+// loaded from the readable cells (the recovered state; the rest are 0).
+func newWork(maxAccounts, n uint64, readable []atomic.Int64) []int64 {
+	w := make([]int64, cellsPerAccount*maxAccounts)
+	adviseHuge(unsafe.Pointer(&w[0]), uintptr(len(w))*8)
+	for c := range readable[:cellsPerAccount*n] {
+		w[c] = readable[c].Load()
 	}
-	r := x.readable[cellsPerAccount*s : cellsPerAccount*s+cellsPerAccount : cellsPerAccount*s+cellsPerAccount]
-	return i, false, [numColumns]int64{r[0].Load(), r[1].Load(), r[2].Load(), r[3].Load()}
+	return w
 }
 
-// working returns slot s's overlay position (see overlay.find) and its
-// working columns: in place in its overlay slot if it has one, else in
-// *tmp, loaded from the readable cells (one 32-byte group).
-func (x *executor) working(s uint64, tmp *[numColumns]int64) (uint64, bool, *[numColumns]int64) {
-	i, found := x.ov.find(s)
-	if found {
-		return i, true, &x.ov.slots[i].cols
-	}
-	r := x.readable[cellsPerAccount*s : cellsPerAccount*s+cellsPerAccount : cellsPerAccount*s+cellsPerAccount]
-	*tmp = [numColumns]int64{r[0].Load(), r[1].Load(), r[2].Load(), r[3].Load()}
-	return i, false, tmp
+// cols returns slot s's four working columns (one 32-byte group).
+func (x *executor) cols(s uint64) *[numColumns]int64 {
+	return (*[numColumns]int64)(x.work[cellsPerAccount*s : cellsPerAccount*s+cellsPerAccount])
 }
 
 // value returns cell c's working value: after the last transaction the
 // Transactor executed.
-func (x *executor) value(c uint64) int64 {
-	_, _, v := x.cols(c / cellsPerAccount)
-	return v[c%cellsPerAccount]
-}
+func (x *executor) value(c uint64) int64 { return x.work[c] }
 
-// setCell sets cell c's working value after transaction id.
-func (x *executor) setCell(c, v, id uint64) {
-	s := c / cellsPerAccount
-	i, found, cols := x.cols(s)
-	cols[c%cellsPerAccount] = int64(v)
-	x.ov.put(i, found, s, &cols, id)
-}
+// setCell sets cell c's working value.
+func (x *executor) setCell(c, v uint64) { x.work[c] = int64(v) }
 
 // touch loads, for each request, what execute will read, in two rounds so
 // that the cache misses of a group of requests overlap instead of being
 // paid one after another inside execute: first its accounts' index entries
 // at their homes and its ref's dedup slot; then, through the entries (now
-// in cache), each account's overlay slot at its home and readable cells.
+// in cache), each account's working cells.
 func (x *executor) touch(reqs []request) {
 	var s int64
 	for i := range reqs {
@@ -101,34 +86,12 @@ func (x *executor) touch(reqs []request) {
 	x.sink += s
 }
 
-// peek loads account a's overlay slot at its home and its readable cells.
-// If a's entry is not at its home, they are the system account's.
-func (x *executor) peek(a uint64) int64 {
-	sl := x.accts.peek(a)
-	return int64(x.ov.slots[x.ov.home(sl)].acct) + x.readable[cellsPerAccount*sl].Load()
-}
-
-// entriesBound is the most overlay slots transaction r can take.
-func (x *executor) entriesBound(r *request) int {
-	n := 2
-	switch r.kind {
-	case KindCreateAccount:
-		n = 0
-	case KindComposite:
-		n = len(r.legs)
-		if n > x.maxEntries {
-			n = 0 // EntryLimitExceeded, no entries
-		}
-	}
-	if x.due {
-		n += 2 * maxExpiryPerTx
-	}
-	return n
-}
+// peek loads account a's working cells. If a's entry is not at its home,
+// they are the system account's.
+func (x *executor) peek(a uint64) int64 { return x.work[cellsPerAccount*x.accts.peek(a)] }
 
 // execute runs r as transaction id at time ts and fills rec. On failure the
-// state is left exactly as it was and rec has no entries. The caller has
-// made room in the overlay for entriesBound(r) new slots.
+// state is left exactly as it was and rec has no entries.
 //
 // Checks run in a fixed order, which the model test mirrors: Duplicate;
 // then for a CreateAccount the Exists* reasons and AccountsLimitReached;
@@ -165,18 +128,18 @@ func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 		rec.fail = x.createAccount(&m)
 		rec.setAccount(m)
 	case KindDeposit:
-		rec.fail = x.transfer(SystemAccount, r.a, r.amount, id, rec)
+		rec.fail = x.transfer(SystemAccount, r.a, r.amount, rec)
 	case KindWithdrawal:
-		rec.fail = x.transfer(r.a, SystemAccount, r.amount, id, rec)
+		rec.fail = x.transfer(r.a, SystemAccount, r.amount, rec)
 	case KindTransfer:
 		rec.setTransfer(r)
 		if r.tflags() != 0 {
 			rec.fail = x.flagged(r, id, ts, rec)
 		} else {
-			rec.fail = x.transfer(r.a, r.b, r.amount, id, rec)
+			rec.fail = x.transfer(r.a, r.b, r.amount, rec)
 		}
 	case KindComposite:
-		rec.fail = x.composite(r, id, rec)
+		rec.fail = x.composite(r, rec)
 	}
 }
 
@@ -220,15 +183,6 @@ func (x *executor) meta(s uint64) *acctMeta {
 	return &x.tent[s-x.accts.n]
 }
 
-// chainBound is the most overlay slots the chain reqs can take.
-func (x *executor) chainBound(reqs []request) int {
-	n := 0
-	for i := range reqs {
-		n += x.entriesBound(&reqs[i])
-	}
-	return n
-}
-
 // executeChain runs the linked chain reqs as transactions first.. at ts into
 // recs. The first member that fails keeps its reason; then every member
 // before it is rolled back (its entries undone in reverse, its accounts
@@ -262,7 +216,7 @@ func (x *executor) executeChain(reqs []request, first uint64, ts int64, recs []t
 		r := &recs[j]
 		es := r.entries()
 		for e := len(es) - 1; e >= 0; e-- {
-			x.setCell(uint64(es[e].cell), uint64(es[e].value-es[e].delta), r.id)
+			x.setCell(uint64(es[e].cell), uint64(es[e].value-es[e].delta))
 		}
 		r.fail, r.n = LinkedEventFailed, 0
 		if r.extra != nil {
@@ -325,7 +279,7 @@ func exceeds(a, b, amt, limit uint64) bool {
 
 // transfer posts amt (0 < amt < 2^63) from account from to account to
 // (from != to).
-func (x *executor) transfer(from, to, amt uint64, id uint64, rec *txRecord) FailReason {
+func (x *executor) transfer(from, to, amt uint64, rec *txRecord) FailReason {
 	d, ok := x.lookup(from)
 	if !ok {
 		return AccountNotFound
@@ -351,9 +305,7 @@ func (x *executor) transfer(from, to, amt uint64, id uint64, rec *txRecord) Fail
 		rec.ledger = l
 	}
 	ds, cs := infoSlot(d), infoSlot(c)
-	var dt, ct [numColumns]int64
-	di, dok, dv := x.working(ds, &dt)
-	ci, cok, cv := x.working(cs, &ct)
+	dv, cv := x.cols(ds), x.cols(cs)
 	if uint64(dv[DebitsPosted]) > maxColumn-amt {
 		return OverflowsDebitsPosted
 	}
@@ -368,15 +320,9 @@ func (x *executor) transfer(from, to, amt uint64, id uint64, rec *txRecord) Fail
 		exceeds(uint64(cv[CreditsPosted]), uint64(cv[CreditsPending]), amt, uint64(cv[DebitsPosted])) {
 		return ExceedsDebits
 	}
+	// Every check passed: a failed transfer changes nothing.
 	dv[DebitsPosted] += int64(amt)
 	cv[CreditsPosted] += int64(amt)
-	// A found slot was changed in place; a new one is inserted only now,
-	// so a failed transfer leaves the overlay as it was.
-	x.ov.touched(di, dok, ds, dv, id)
-	if !dok && !cok && ci == di { // both probes ended at the slot ds just took
-		ci, cok = x.ov.find(cs)
-	}
-	x.ov.touched(ci, cok, cs, cv, id)
 	rec.n = 2
 	rec.inline = [2]cellEntry{
 		{acct: from, delta: int64(amt), value: dv[DebitsPosted], cell: uint32(cell(ds, DebitsPosted)), col: DebitsPosted},
@@ -388,7 +334,7 @@ func (x *executor) transfer(from, to, amt uint64, id uint64, rec *txRecord) Fail
 // composite computes every leg's resulting column first (an account may
 // repeat: its columns are then the latest earlier leg's result) and changes
 // the working state only once all legs pass.
-func (x *executor) composite(r *request, id uint64, rec *txRecord) FailReason {
+func (x *executor) composite(r *request, rec *txRecord) FailReason {
 	legs := r.legs
 	if len(legs) > x.maxEntries {
 		return EntryLimitExceeded
@@ -459,7 +405,7 @@ func (x *executor) composite(r *request, id uint64, rec *txRecord) FailReason {
 		}
 	}
 	for _, e := range entries {
-		x.setCell(uint64(e.cell), uint64(e.value), id)
+		x.setCell(uint64(e.cell), uint64(e.value))
 	}
 	rec.setEntries(entries)
 	return OK

@@ -40,7 +40,7 @@ func (x *executor) expire(id uint64, ts int64, rec *txRecord) {
 			ex = &recExtra{}
 		}
 		ex.expired = append(ex.expired, p.id)
-		ex.exp = append(ex.exp, x.release(p.debit, p.dslot, DebitsPending, p.amount, id), x.release(p.credit, p.cslot, CreditsPending, p.amount, id))
+		ex.exp = append(ex.exp, x.release(p.debit, p.dslot, DebitsPending, p.amount), x.release(p.credit, p.cslot, CreditsPending, p.amount))
 		for _, s := range p.closes() {
 			x.setClosed(s, false)
 		}
@@ -51,12 +51,12 @@ func (x *executor) expire(id uint64, ts int64, rec *txRecord) {
 	x.due = x.expiryDue(ts)
 }
 
-// release takes amt off column col of account a (slot s) for transaction
-// id and returns the entry.
-func (x *executor) release(a, s uint64, col Column, amt, id uint64) cellEntry {
+// release takes amt off column col of account a (slot s) and returns the
+// entry.
+func (x *executor) release(a, s uint64, col Column, amt uint64) cellEntry {
 	c := cell(s, col)
 	v := x.value(c) - int64(amt)
-	x.setCell(c, uint64(v), id)
+	x.setCell(c, uint64(v))
 	return cellEntry{acct: a, delta: -int64(amt), value: v, cell: uint32(c), col: col}
 }
 
@@ -115,8 +115,7 @@ func (x *executor) hold(r *request, id uint64, ts int64, rec *txRecord) FailReas
 	}
 	rec.ledger = l
 	ds, cs := infoSlot(d), infoSlot(c)
-	var w workingPair
-	dv, cv := x.loadPair(ds, cs, &w)
+	dv, cv := x.cols(ds), x.cols(cs)
 	amt := r.amount
 	if f&BalancingDebit != 0 {
 		if amt = min(amt, room(dv[CreditsPosted], dv[DebitsPosted], dv[DebitsPending])); amt == 0 {
@@ -154,7 +153,6 @@ func (x *executor) hold(r *request, id uint64, ts int64, rec *txRecord) FailReas
 	}
 	dv[dcol] += int64(amt)
 	cv[ccol] += int64(amt)
-	x.storePair(ds, cs, id, &w)
 	rec.n = 2
 	rec.inline = [2]cellEntry{
 		{acct: r.a, delta: int64(amt), value: dv[dcol], cell: uint32(cell(ds, dcol)), col: dcol},
@@ -175,34 +173,6 @@ func (x *executor) hold(r *request, id uint64, ts int64, rec *txRecord) FailReas
 		}
 	}
 	return OK
-}
-
-// workingPair is where loadPair found two accounts' working columns (see
-// executor.transfer): changed in place in their overlay slots, or in the
-// copies here until storePair inserts them.
-type workingPair struct {
-	di, ci   uint64
-	dok, cok bool
-	dt, ct   [numColumns]int64
-	dv, cv   *[numColumns]int64
-}
-
-// loadPair returns the working columns of slots ds and cs (ds != cs). A
-// caller changes them only once every check passed, then calls storePair.
-func (x *executor) loadPair(ds, cs uint64, w *workingPair) (dv, cv *[numColumns]int64) {
-	w.di, w.dok, w.dv = x.working(ds, &w.dt)
-	w.ci, w.cok, w.cv = x.working(cs, &w.ct)
-	return w.dv, w.cv
-}
-
-// storePair records the changed columns of loadPair's slots after
-// transaction id.
-func (x *executor) storePair(ds, cs, id uint64, w *workingPair) {
-	x.ov.touched(w.di, w.dok, ds, w.dv, id)
-	if !w.dok && !w.cok && w.ci == w.di { // both probes ended at the slot ds just took
-		w.ci, w.cok = x.ov.find(cs)
-	}
-	x.ov.touched(w.ci, w.cok, cs, w.cv, id)
 }
 
 // room is how much can be added to a and b (columns) before they pass
@@ -229,9 +199,9 @@ func room(limit, a, b int64) uint64 {
 // take the pending transfer's, and the record carries them.
 func (x *executor) resolvePending(r *request, id uint64, ts int64, rec *txRecord) FailReason {
 	f := r.tflags()
-	p, ok := x.book.m[r.pendingID()]
+	p, ok := x.book.m.get(r.pendingID())
 	if !ok {
-		switch x.book.done[r.pendingID()].state {
+		switch st, _ := x.book.done.get(r.pendingID()); st {
 		case pendingPosted:
 			return PendingTransferAlreadyPosted
 		case pendingVoided:
@@ -253,8 +223,7 @@ func (x *executor) resolvePending(r *request, id uint64, ts int64, rec *txRecord
 	case rec.code != 0 && rec.code != p.code:
 		return PendingTransferHasDifferentCode
 	}
-	var w workingPair
-	dv, cv := x.loadPair(p.dslot, p.cslot, &w)
+	dv, cv := x.cols(p.dslot), x.cols(p.cslot)
 	amt := r.amount
 	if f&PostPendingTransfer != 0 {
 		if amt == 0 {
@@ -299,8 +268,7 @@ func (x *executor) resolvePending(r *request, id uint64, ts int64, rec *txRecord
 	} else {
 		rec.n, rec.inline = 2, release
 	}
-	x.storePair(p.dslot, p.cslot, id, &w)
-	x.book.resolve(p.id, st, ts, id)
+	x.book.resolveOpen(&p, st, ts, id)
 	if st == pendingVoided {
 		for _, s := range p.closes() {
 			x.setClosed(s, false)

@@ -66,7 +66,7 @@ type Ledger struct {
 	_         pad
 	state     atomic.Uint64 // submitters: calls in flight; Close and fail: the closed and failed bits
 	_         pad
-	sequenced atomic.Uint64 // submitters: max id returned by a submit
+	sequenced atomic.Uint64 // a follower's Apply; on a leader Sequenced is the Sequencer ring's tail (sequencedIndex)
 	_         pad
 	computed  atomic.Uint64 // Transactor
 	_         pad
@@ -96,8 +96,6 @@ type Ledger struct {
 	// Transactor: counters for Stats.
 	_        pad
 	outcomes [numKinds][numFailReasons]atomic.Uint64
-	ovSweeps atomic.Uint64 // overlay sweeps
-	ovWaits  atomic.Uint64 // waits for overlay room
 	// retries past DedupRetention the durable index still named
 	dedupExpired atomic.Uint64
 
@@ -204,7 +202,7 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 	}
 	// The account records of the creations replayed after the snapshot
 	// (the Snapshotter of this run will not apply them).
-	if err := writeAccountRecords(db, rs.accts, rs.snapAccounts); err != nil {
+	if err := writeAccountRecords(db, rs.accts, rs.snapAccounts, true); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger: write account records: %w", err)
 	}
@@ -299,8 +297,6 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 		}
 	}
 	l.txStage, l.walStage, l.snapStage = st[0], st[1], st[2]
-	x := &executor{readable: l.readable, accts: l.accts, ov: newOverlay(overlaySlots(cfg.RingSize), rs.last), dedup: rs.dedup, maxEntries: cfg.MaxEntries,
-		book: rs.book}
 	refs := newRefWindow(cfg.DedupWindow)
 	for _, r := range rs.refs {
 		refs.push(r)
@@ -315,6 +311,8 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 		go l.sweepFns()
 		return l, nil
 	}
+	x := &executor{work: newWork(cfg.MaxAccounts, rs.accts.n, l.readable), accts: l.accts, dedup: rs.dedup, maxEntries: cfg.MaxEntries,
+		book: rs.book}
 	l.wg.Add(4)
 	go l.runTransactor(st[0], x)
 	go l.runWAL(st[1])
@@ -435,7 +433,6 @@ func (l *Ledger) push(r *request) (TxID, error) {
 		t, ok := l.seq.TryPush(*r)
 		if ok {
 			id := l.base + t
-			l.advanceSequenced(id)
 			l.txStage.Wake()
 			return TxID(id), nil
 		}
@@ -446,15 +443,13 @@ func (l *Ledger) push(r *request) (TxID, error) {
 	}
 }
 
-// advanceSequenced raises the Sequenced index to id (a monotonic max, as
-// concurrent submitters finish out of ticket order).
-func (l *Ledger) advanceSequenced(id uint64) {
-	for {
-		cur := l.sequenced.Load()
-		if cur >= id || l.sequenced.CompareAndSwap(cur, id) {
-			return
-		}
-	}
+// sequencedIndex is the Sequenced index: the last id a push has claimed in
+// the Sequencer ring (a claimed push publishes without waiting, so the id
+// will be executed), or what a follower's Apply stored. Reading the ring's
+// tail spares the submitters a shared maximum: a compare-and-swap on a
+// line they would all write for every submit.
+func (l *Ledger) sequencedIndex() uint64 {
+	return max(l.sequenced.Load(), l.base-1+l.seq.Tail())
 }
 
 // SubmitBatch sequences ops atomically under contiguous ids first..last. If
@@ -513,7 +508,6 @@ func (l *Ledger) submitBatch(ops []Op, fn func(Result, error), level Level) (fir
 		if ok {
 			f := l.base + t
 			lst := f + uint64(len(reqs)) - 1
-			l.advanceSequenced(lst)
 			l.txStage.Wake()
 			return TxID(f), TxID(lst), nil
 		}
@@ -578,7 +572,7 @@ func (l *Ledger) stoppedErr() error {
 func (l *Ledger) index(level Level) uint64 {
 	switch level {
 	case Sequenced:
-		return l.sequenced.Load()
+		return l.sequencedIndex()
 	case Computed:
 		return l.computed.Load()
 	case Committed:
@@ -644,7 +638,7 @@ func (l *Ledger) indexes() Indexes {
 	x.Snapshot = TxID(l.snapshot.Load())
 	x.Committed = TxID(l.committed.Load())
 	x.Computed = TxID(l.computed.Load())
-	x.Sequenced = TxID(l.sequenced.Load())
+	x.Sequenced = TxID(l.sequencedIndex())
 	return x
 }
 

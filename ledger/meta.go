@@ -91,11 +91,12 @@ type manifest struct {
 
 var errChecksum = errors.New("checksum mismatch")
 
-// sealRecord returns crc32c(body) ++ body.
+// sealRecord returns crc32c(body) ++ body. A record built after 4
+// reserved bytes is sealed without a copy by sealInPlace.
 func sealRecord(body []byte) []byte {
-	out := make([]byte, 4, 4+len(body))
-	binary.LittleEndian.PutUint32(out, crc32.Checksum(body, castagnoli))
-	return append(out, body...)
+	out := append(make([]byte, 4, 4+len(body)), body...)
+	sealInPlace(out)
+	return out
 }
 
 // openRecord verifies and strips the checksum added by sealRecord.

@@ -15,7 +15,7 @@ import (
 
 // model is an independent re-statement of the ledger's rules: a map of
 // accounts, big-integer arithmetic instead of overflow checks, a plain map
-// for idempotency. It knows nothing of slots, cells or the overlay.
+// for idempotency. It knows nothing of slots or cells.
 type model struct {
 	accts       map[uint64]*mAcct
 	maxAccounts int

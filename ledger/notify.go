@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrNilFunc is returned by SubmitFunc for a nil callback.
@@ -59,6 +60,10 @@ type fnList struct {
 	mu    sync.Mutex
 	head  *opWaiter
 	swept bool // no more adds
+	// n counts the listed waiters. A stage that loads 0 skips its delivery
+	// pass: a record's waiter was added before its request was pushed, so
+	// a stage that holds the record observes the add.
+	n atomic.Int64
 }
 
 func (f *fnList) add(w *opWaiter) bool {
@@ -73,6 +78,7 @@ func (f *fnList) add(w *opWaiter) bool {
 	}
 	f.head = w
 	w.listed = true
+	f.n.Add(1)
 	return true
 }
 
@@ -92,6 +98,7 @@ func (f *fnList) remove(w *opWaiter) bool {
 		w.next.prev = w.prev
 	}
 	w.prev, w.next, w.listed = nil, nil, false
+	f.n.Add(-1)
 	return true
 }
 
@@ -108,6 +115,7 @@ func (f *fnList) sweep() []func(Result, error) {
 		w = next
 	}
 	f.head = nil
+	f.n.Store(0)
 	return fns
 }
 

@@ -34,9 +34,8 @@ import (
 // down are released by the first transaction after Open.
 //
 // The book remembers a resolved (posted, voided, expired) pending transfer
-// as long as an idempotency key (DedupRetention by timestamps, and
-// DedupRetentionTxs; the DedupWindow with DedupRetention < 0), so that a
-// second post or void fails with its own reason; after that it fails with
+// for DedupWindow transactions after its resolution, so that a second post
+// or void fails with its own reason; after that it fails with
 // PendingTransferNotFound. Nothing is moved twice either way.
 //
 // Three copies of the book exist: the Transactor's (ahead, the one checks
@@ -46,8 +45,7 @@ import (
 // records (applyOp), which carry everything they need.
 
 // maxExpiryPerTx bounds the expired pending transfers one transaction's
-// record releases: its overlay slots (two per expiry) and its encoded size
-// stay bounded.
+// record releases, so that its entries and its encoded size stay bounded.
 const maxExpiryPerTx = 32
 
 type pendingState uint8
@@ -72,12 +70,13 @@ type pendingXfer struct {
 	flags         TransferFlags
 }
 
-// fate is what the book keeps of a resolved pending transfer: how and
-// when it was resolved.
+// fate is a resolved pending transfer in the book's FIFO: when and by
+// which transaction it was resolved (the retention's clock); done maps its
+// id to how.
 type fate struct {
-	ts    int64  // the resolving transaction's timestamp
-	by    uint64 // the resolving transaction
-	state pendingState
+	id uint64
+	ts int64  // the resolving transaction's timestamp
+	by uint64 // the resolving transaction
 }
 
 // expiry is an open pending transfer's place in the expiry heap.
@@ -108,27 +107,22 @@ type fateRetention struct {
 	txs uint64
 }
 
-func fateRetentionOf(cfg *Config) fateRetention {
-	var k fateRetention
-	if cfg.DedupRetention > 0 {
-		k.age = int64(cfg.DedupRetention)
-		k.txs = uint64(max(cfg.DedupRetentionTxs, 0))
-	} else {
-		k.txs = cfg.DedupWindow
-	}
-	return k
-}
+// fateRetentionOf is the retention of cfg: DedupWindow transactions after
+// the resolution. Not the idempotency keys' time-based retention: at a high
+// rate of pending transfers a day of fates would take gigabytes, and every
+// snapshot encodes them.
+func fateRetentionOf(cfg *Config) fateRetention { return fateRetention{txs: cfg.DedupWindow} }
 
 // pendingBook is the set of pending transfers: open ones, and the fates
-// of resolved ones within the retention. Go maps: inserts and deletes
-// balance in a steady state, so they stop growing. An open pending
-// transfer costs about 100 bytes with the map's overhead (plus 16 in the
-// expiry heap if it has a timeout), a resolved one about 40.
+// of resolved ones within the retention, in two idTables (idtable.go). An
+// open pending transfer takes an 88-byte slot at 25 to 50 % load (176 to
+// 352 bytes, plus 16 in the expiry heap if it has a timeout), a resolved
+// one a 16-byte slot and 24 bytes in the FIFO (56 to 88 bytes).
 type pendingBook struct {
-	m     map[uint64]pendingXfer // open
-	done  map[uint64]fate        // resolved
-	exp   expiryHeap             // open pending transfers with a timeout; resolved ones are skipped lazily
-	fates []uint64               // resolved ids in resolution order (FIFO from head)
+	m     idTable[pendingXfer]  // open
+	done  idTable[pendingState] // resolved: posted, voided or expired
+	exp   expiryHeap            // open pending transfers with a timeout; resolved ones are skipped lazily
+	fates []fate                // the resolved, in resolution order (FIFO from head)
 	head  int
 	// closed maps the slot of each account a closing transfer closed to
 	// that transfer's id: open while it is pending, for good once posted.
@@ -137,7 +131,7 @@ type pendingBook struct {
 }
 
 func newPendingBook(keep fateRetention) *pendingBook {
-	return &pendingBook{m: map[uint64]pendingXfer{}, done: map[uint64]fate{}, closed: map[uint64]uint64{}, keep: keep}
+	return &pendingBook{m: newIDTable[pendingXfer](), done: newIDTable[pendingState](), closed: map[uint64]uint64{}, keep: keep}
 }
 
 // nextExpiry is the earliest expiry of an open pending transfer, or
@@ -145,7 +139,7 @@ func newPendingBook(keep fateRetention) *pendingBook {
 func (b *pendingBook) nextExpiry() int64 {
 	for len(b.exp) > 0 {
 		top := b.exp[0]
-		if p, ok := b.m[top.id]; ok && p.expires == top.at {
+		if p, ok := b.m.get(top.id); ok && p.expires == top.at {
 			return top.at
 		}
 		heap.Pop(&b.exp)
@@ -156,7 +150,7 @@ func (b *pendingBook) nextExpiry() int64 {
 // add enters the open pending transfer p; a closing one closes its
 // accounts (the caller sets their Closed bits).
 func (b *pendingBook) add(p pendingXfer) {
-	b.m[p.id] = p
+	b.m.put(p.id, p)
 	if p.expires != 0 {
 		heap.Push(&b.exp, expiry{at: p.expires, id: p.id})
 	}
@@ -172,21 +166,27 @@ func (b *pendingBook) add(p pendingXfer) {
 // transaction txid at ts and returns it. A void or expiry of a closing
 // transfer reopens its accounts (the caller clears their Closed bits).
 func (b *pendingBook) resolve(id uint64, st pendingState, ts int64, txid uint64) (pendingXfer, bool) {
-	p, ok := b.m[id]
+	p, ok := b.m.get(id)
 	if !ok {
 		return p, false
 	}
-	delete(b.m, id)
-	b.done[id] = fate{ts: ts, by: txid, state: st}
-	b.fates = append(b.fates, id)
-	if st != pendingPosted {
+	b.resolveOpen(&p, st, ts, txid)
+	return p, true
+}
+
+// resolveOpen is resolve of p, which the caller found open.
+func (b *pendingBook) resolveOpen(p *pendingXfer, st pendingState, ts int64, txid uint64) {
+	id := p.id
+	b.m.del(id)
+	b.done.put(id, st)
+	b.fates = append(b.fates, fate{id: id, ts: ts, by: txid})
+	if st != pendingPosted && p.flags&(ClosingDebit|ClosingCredit) != 0 {
 		for _, s := range p.closes() {
 			if b.closed[s] == id {
 				delete(b.closed, s)
 			}
 		}
 	}
-	return p, true
 }
 
 // closes returns the slots a closing transfer closes.
@@ -205,13 +205,11 @@ func (p *pendingXfer) closes() []uint64 {
 // transaction id at ts.
 func (b *pendingBook) prune(id uint64, ts int64) {
 	for b.head < len(b.fates) {
-		fid := b.fates[b.head]
-		if f, ok := b.done[fid]; ok {
-			if !(b.keep.age > 0 && ts-f.ts > b.keep.age) && !(b.keep.txs > 0 && id-f.by > b.keep.txs) {
-				break
-			}
-			delete(b.done, fid)
+		f := &b.fates[b.head]
+		if !(b.keep.age > 0 && ts-f.ts > b.keep.age) && !(b.keep.txs > 0 && id-f.by > b.keep.txs) {
+			break
 		}
+		b.done.del(f.id)
 		b.head++
 	}
 	if b.head == len(b.fates) || b.head > 1024 && b.head > len(b.fates)/2 {
@@ -222,10 +220,10 @@ func (b *pendingBook) prune(id uint64, ts int64) {
 
 // unresolve undoes resolve of p (a linked chain rolled back).
 func (b *pendingBook) unresolve(p pendingXfer) {
-	delete(b.done, p.id)
-	b.m[p.id] = p
+	b.done.del(p.id)
+	b.m.put(p.id, p)
 	for i := len(b.fates) - 1; i >= b.head; i-- {
-		if b.fates[i] == p.id {
+		if b.fates[i].id == p.id {
 			b.fates = slices.Delete(b.fates, i, i+1)
 			break
 		}
@@ -238,7 +236,7 @@ func (b *pendingBook) unresolve(p pendingXfer) {
 
 // unadd undoes add (a linked chain rolled back).
 func (b *pendingBook) unadd(p pendingXfer) {
-	delete(b.m, p.id)
+	b.m.del(p.id)
 	for _, s := range p.closes() {
 		if b.closed[s] == p.id {
 			delete(b.closed, s)
@@ -250,14 +248,14 @@ func (b *pendingBook) unadd(p pendingXfer) {
 // credited (verify and the recovery check compare them with the columns).
 func (b *pendingBook) sums() map[uint64][2]uint64 {
 	out := map[uint64][2]uint64{}
-	for _, p := range b.m {
+	b.m.each(func(_ uint64, p pendingXfer) {
 		d := out[p.dslot]
 		d[0] += p.amount
 		out[p.dslot] = d
 		c := out[p.cslot]
 		c[1] += p.amount
 		out[p.cslot] = c
-	}
+	})
 	return out
 }
 
@@ -374,15 +372,13 @@ const (
 )
 
 func (b *pendingBook) encode() []byte {
-	ids := make([]uint64, 0, len(b.m))
-	for id := range b.m {
-		ids = append(ids, id)
-	}
+	ids := make([]uint64, 0, b.m.len())
+	b.m.each(func(id uint64, _ pendingXfer) { ids = append(ids, id) })
 	slices.Sort(ids)
-	dst := make([]byte, 0, 12+len(ids)*openRecLen+len(b.done)*fateRecLen+len(b.closed)*16)
+	dst := make([]byte, 0, 12+len(ids)*openRecLen+b.done.len()*fateRecLen+len(b.closed)*16)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(ids)))
 	for _, id := range ids {
-		p := b.m[id]
+		p, _ := b.m.get(id)
 		for _, v := range [...]uint64{p.id, p.debit, p.credit, p.dslot, p.cslot, p.amount, uint64(p.expires), p.userData} {
 			dst = binary.LittleEndian.AppendUint64(dst, v)
 		}
@@ -390,20 +386,11 @@ func (b *pendingBook) encode() []byte {
 		dst = binary.LittleEndian.AppendUint16(dst, p.code)
 		dst = binary.LittleEndian.AppendUint16(dst, uint16(p.flags))
 	}
-	n := 0
-	for _, id := range b.fates[b.head:] {
-		if _, ok := b.done[id]; ok {
-			n++
-		}
-	}
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
-	for _, id := range b.fates[b.head:] {
-		f, ok := b.done[id]
-		if !ok {
-			continue
-		}
-		dst = binary.LittleEndian.AppendUint64(dst, id)
-		dst = append(dst, byte(f.state))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b.fates)-b.head))
+	for _, f := range b.fates[b.head:] {
+		dst = binary.LittleEndian.AppendUint64(dst, f.id)
+		st, _ := b.done.get(f.id)
+		dst = append(dst, byte(st))
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(f.ts))
 		dst = binary.LittleEndian.AppendUint64(dst, f.by)
 	}
@@ -453,7 +440,7 @@ func decodePendingBook(val []byte, keep fateRetention, maxSlot, maxID uint64) (*
 		p := pendingXfer{id: v[0], debit: v[1], credit: v[2], dslot: v[3], cslot: v[4], amount: v[5], expires: int64(v[6]), userData: v[7],
 			ledger: binary.LittleEndian.Uint32(d[64:]), code: binary.LittleEndian.Uint16(d[68:]), flags: TransferFlags(binary.LittleEndian.Uint16(d[70:]))}
 		d = d[openRecLen:]
-		if _, dup := b.m[p.id]; dup || p.id == 0 || p.id > maxID || p.dslot >= maxSlot || p.cslot >= maxSlot || p.amount > maxColumn ||
+		if _, dup := b.m.get(p.id); dup || p.id == 0 || p.id > maxID || p.dslot >= maxSlot || p.cslot >= maxSlot || p.amount > maxColumn ||
 			p.flags&Pending == 0 || !p.flags.valid() {
 			return nil, fmt.Errorf("%w: pending transfer %d", errBook, p.id)
 		}
@@ -463,15 +450,16 @@ func decodePendingBook(val []byte, keep fateRetention, maxSlot, maxID uint64) (*
 		return nil, err
 	}
 	for range n {
-		id, f := binary.LittleEndian.Uint64(d), fate{state: pendingState(d[8]), ts: int64(binary.LittleEndian.Uint64(d[9:])), by: binary.LittleEndian.Uint64(d[17:])}
+		st := pendingState(d[8])
+		f := fate{id: binary.LittleEndian.Uint64(d), ts: int64(binary.LittleEndian.Uint64(d[9:])), by: binary.LittleEndian.Uint64(d[17:])}
 		d = d[fateRecLen:]
-		_, open := b.m[id]
-		_, dup := b.done[id]
-		if open || dup || id == 0 || id > maxID || f.by > maxID || f.state < pendingPosted || f.state > pendingExpired {
-			return nil, fmt.Errorf("%w: resolved pending transfer %d", errBook, id)
+		_, open := b.m.get(f.id)
+		_, dup := b.done.get(f.id)
+		if open || dup || f.id == 0 || f.id > maxID || f.by > maxID || st < pendingPosted || st > pendingExpired {
+			return nil, fmt.Errorf("%w: resolved pending transfer %d", errBook, f.id)
 		}
-		b.done[id] = f
-		b.fates = append(b.fates, id)
+		b.done.put(f.id, st)
+		b.fates = append(b.fates, f)
 	}
 	clear(b.closed) // as the snapshot says
 	if n, err = count(16); err != nil {
@@ -493,8 +481,7 @@ func decodePendingBook(val []byte, keep fateRetention, maxSlot, maxID uint64) (*
 // clone returns a copy of b (the Snapshotter's, from recovery's).
 func (b *pendingBook) clone() *pendingBook {
 	c := newPendingBook(b.keep)
-	maps.Copy(c.m, b.m)
-	maps.Copy(c.done, b.done)
+	c.m, c.done = b.m.clone(), b.done.clone()
 	maps.Copy(c.closed, b.closed)
 	c.exp = slices.Clone(b.exp)
 	c.fates = slices.Clone(b.fates[b.head:])

@@ -213,7 +213,9 @@ func TestVerifyFindsPendingMismatch(t *testing.T) {
 		require.NoError(t, err)
 		r, err := recoverState(db, &c)
 		require.NoError(t, err)
-		r.book.unadd(r.book.m[uint64(res[2].ID)])
+		p, ok := r.book.m.get(uint64(res[2].ID))
+		require.True(t, ok)
+		r.book.unadd(p)
 		_, err = writeSnapshot(db, &c, &snapshotData{txID: r.last, refs: r.refs, accounts: r.accts.n, book: r.book.encode()}, r.bal, func() uint64 { return r.last }, nil, nil)
 		require.NoError(t, err)
 	})
@@ -242,4 +244,26 @@ func TestClosingInsideAChain(t *testing.T) {
 	res = submitAll(t, l, Transfer{Flags: VoidPendingTransfer, PendingID: res[1].ID}, Deposit{Account: 2, Amount: 1})
 	require.Equal(t, []FailReason{OK, OK}, fails(res))
 	require.Equal(t, AccountFlags(0), lookup(t, l, 2).Flags)
+}
+
+// TestPendingFateRetention: a resolved pending transfer is remembered for
+// DedupWindow transactions: a second post within them fails with
+// PendingTransferAlreadyPosted, after them with PendingTransferNotFound;
+// the hold moved once either way.
+func TestPendingFateRetention(t *testing.T) {
+	l, err := Open(Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, DedupWindow: 1000, DedupRetention: -1})
+	require.NoError(t, err)
+	defer l.Close()
+	res := submitAll(t, l, CreateAccount{ID: 1, Ledger: 1}, CreateAccount{ID: 2, Ledger: 1}, Transfer{From: 1, To: 2, Amount: 5, Flags: Pending})
+	hold := res[2].ID
+	res = submitAll(t, l, Transfer{Flags: PostPendingTransfer, PendingID: hold}, Transfer{Flags: PostPendingTransfer, PendingID: hold})
+	require.Equal(t, []FailReason{OK, PendingTransferAlreadyPosted}, fails(res))
+	ops := make([]Op, 1000)
+	for i := range ops {
+		ops[i] = Deposit{Account: 1, Amount: 1}
+	}
+	submitAll(t, l, ops...)
+	res = submitAll(t, l, Transfer{Flags: VoidPendingTransfer, PendingID: hold})
+	require.Equal(t, PendingTransferNotFound, res[0].Fail)
+	require.Equal(t, uint64(5), lookup(t, l, 2).CreditsPosted)
 }

@@ -484,10 +484,13 @@ func subInt64(a, b int64) (int64, bool) {
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
-// readAccountRecords passes the account records of slots 1 .. accounts-1
-// to put in slot order; every one must be present. Records of later slots
-// (written for creations a later snapshot, or a cut log, does not cover)
-// are not read: the replay creates those accounts again.
+// readAccountRecords passes the accounts of slots 1 .. accounts-1 to put
+// in slot order; every one must be present. Where records overlap, the one
+// with the later first slot holds the current accounts (Open deletes every
+// record from the first slot it rewrites, and records are written in slot
+// order after that), so a record is read only up to the next one's first
+// slot. Later slots (written for creations a later snapshot, or a cut log,
+// does not cover) are not read: the replay creates those accounts again.
 func readAccountRecords(db *pebble.DB, accounts uint64, put func(acctMeta) error) error {
 	if accounts <= 1 {
 		return nil
@@ -498,39 +501,58 @@ func readAccountRecords(db *pebble.DB, accounts uint64, put func(acctMeta) error
 	}
 	defer it.Close()
 	want := uint64(1)
+	var cur []acctMeta // the record being read, of slots first ..
+	var first uint64
+	// upTo puts cur's accounts of slots want .. end-1.
+	upTo := func(end uint64) error {
+		for ; want < end; want++ {
+			if want-first >= uint64(len(cur)) {
+				return fmt.Errorf("account record of slot %d missing", want)
+			}
+			if err := put(cur[want-first]); err != nil {
+				return fmt.Errorf("account record of slot %d: %w", want, err)
+			}
+		}
+		return nil
+	}
 	for ok := it.First(); ok; ok = it.Next() {
 		s, ok := parseIDKey(prefixAccount, it.Key())
-		if !ok || s != want {
+		if !ok {
 			return fmt.Errorf("account record of slot %d missing", want)
 		}
-		m, err := decodeAccountRecord(it.Value())
-		if err != nil {
+		if err := upTo(s); err != nil {
+			return err
+		}
+		if cur, err = decodeAccountRecord(it.Value()); err != nil {
 			return fmt.Errorf("account record of slot %d: %w", s, err)
 		}
-		if err := put(m); err != nil {
-			return fmt.Errorf("account record of slot %d: %w", s, err)
-		}
-		want++
+		first = s
 	}
 	if err := it.Error(); err != nil {
 		return err
 	}
-	if want != accounts {
-		return fmt.Errorf("account record of slot %d missing", want)
-	}
-	return nil
+	return upTo(accounts)
 }
 
 // writeAccountRecords writes the account records of slots from .. the
-// table's last (unsynced, like the Snapshotter's).
-func writeAccountRecords(db *pebble.DB, t *accountTable, from uint64) error {
-	if from >= t.n {
+// table's last (unsynced, like the Snapshotter's), at most snapshotterRun
+// accounts each. With rewrite it first deletes every record whose first
+// slot is from or later (Open's, so that no record of a slot the replay
+// reassigns outlives it; see readAccountRecords).
+func writeAccountRecords(db *pebble.DB, t *accountTable, from uint64, rewrite bool) error {
+	if from >= t.n && !rewrite {
 		return nil
 	}
 	b := db.NewBatch()
 	defer b.Close()
-	for s := from; s < t.n; s++ {
-		if err := b.Set(idKey(prefixAccount, s), encodeAccountRecord(t.meta[s]), nil); err != nil {
+	if rewrite {
+		if err := b.DeleteRange(idKey(prefixAccount, from), prefixEnd(prefixAccount), nil); err != nil {
+			return err
+		}
+	}
+	for s := from; s < t.n; s += snapshotterRun {
+		end := min(s+snapshotterRun, t.n)
+		if err := b.Set(idKey(prefixAccount, s), encodeAccountRecord(t.meta[s:end]...), nil); err != nil {
 			return err
 		}
 	}

@@ -241,3 +241,63 @@ func firstEntryOffset(t *testing.T, batch []byte) int {
 		}
 	}
 }
+
+// Account records hold runs of consecutive slots. A record is read up to
+// the next one's first slot (a later first slot holds the newer accounts),
+// a slot no record covers is an error, and Open's rewrite from a slot drops
+// every record from there on, so stale accounts a crash or a cut log left
+// in a record that straddles it are not read.
+func TestAccountRecordRuns(t *testing.T) {
+	acct := func(id uint64) acctMeta { return acctMeta{id: id, ledger: 1, code: uint16(id)} }
+	run := func(first uint64, ids ...uint64) func(db *pebble.DB) {
+		return func(db *pebble.DB) {
+			ms := make([]acctMeta, len(ids))
+			for i, id := range ids {
+				ms[i] = acct(id)
+			}
+			require.NoError(t, db.Set(idKey(prefixAccount, first), encodeAccountRecord(ms...), pebble.NoSync))
+		}
+	}
+	read := func(db *pebble.DB, accounts uint64) ([]uint64, error) {
+		var ids []uint64
+		err := readAccountRecords(db, accounts, func(m acctMeta) error { ids = append(ids, m.id); return nil })
+		return ids, err
+	}
+	withDB(t, t.TempDir(), func(db *pebble.DB) {
+		run(1, 11, 12, 13, 14, 15, 16, 17, 18, 19)(db)
+		run(5, 25, 26, 27)(db)
+		run(8, 38, 39, 40, 41)(db)
+		ids, err := read(db, 11)
+		require.NoError(t, err)
+		require.Equal(t, []uint64{11, 12, 13, 14, 25, 26, 27, 38, 39, 40}, ids)
+		_, err = read(db, 13)
+		require.ErrorContains(t, err, "slot 12 missing")
+	})
+	withDB(t, t.TempDir(), func(db *pebble.DB) {
+		run(1, 11, 12, 13)(db)
+		run(5, 15)(db)
+		_, err := read(db, 6)
+		require.ErrorContains(t, err, "slot 4 missing")
+	})
+	withDB(t, t.TempDir(), func(db *pebble.DB) {
+		run(2, 12)(db)
+		_, err := read(db, 3)
+		require.ErrorContains(t, err, "slot 1 missing")
+	})
+	withDB(t, t.TempDir(), func(db *pebble.DB) {
+		tab := newAccountTable(16)
+		for id := uint64(1); id <= 7; id++ {
+			tab.insert(acct(id))
+		}
+		run(1, 1, 2)(db)
+		run(3, 3, 4, 105, 106, 107)(db) // slots 5.. stale
+		run(8, 108, 109)(db)
+		run(12, 112)(db)
+		require.NoError(t, writeAccountRecords(db, tab, 5, true))
+		ids, err := read(db, 8)
+		require.NoError(t, err)
+		require.Equal(t, []uint64{1, 2, 3, 4, 5, 6, 7}, ids)
+		_, err = read(db, 13)
+		require.ErrorContains(t, err, "slot 8 missing", "the rewrite dropped the records from slot 5 on")
+	})
+}

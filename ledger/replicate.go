@@ -237,7 +237,7 @@ func (l *Ledger) Apply(batch []byte) error {
 	// The account records of the batch's creations and its refs in the
 	// durable index, as the Snapshotter writes them on a leader, before
 	// any snapshot covers the batch.
-	if err := writeAccountRecords(l.db, rs.accts, accounts); err != nil {
+	if err := writeAccountRecords(l.db, rs.accts, accounts, false); err != nil {
 		l.fail(err)
 		return l.storageErr()
 	}

@@ -58,8 +58,8 @@ const (
 	// Ledger is not its accounts' ledger.
 	TransferMustHaveTheSameLedgerAsAccounts
 	// PendingTransferNotFound: a post or void names no pending transfer
-	// this ledger remembers (never one, or resolved longer ago than it
-	// remembers, see Config.DedupRetention).
+	// this ledger remembers (never one, or resolved more than
+	// Config.DedupWindow transactions ago).
 	PendingTransferNotFound
 	// PendingTransferAlreadyPosted, PendingTransferAlreadyVoided,
 	// PendingTransferExpired: a post or void names a pending transfer that

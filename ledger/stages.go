@@ -15,8 +15,8 @@ import (
 //     (seq): ids are dense, a batch's are contiguous, and every stage sees
 //     the transactions in id order (each ring has one consumer and is FIFO).
 //
-//  2. One writer each. The Transactor alone writes the working balances
-//     (the overlay, overlay.go) and runs business logic; the Snapshotter
+//  2. One writer each. The Transactor alone reads and writes the working
+//     cells (executor.work) and runs business logic; the Snapshotter
 //     alone stores readable balances; each index has one writer (its
 //     stage), but Sequenced, a CAS-max of the submitters.
 //
@@ -42,9 +42,7 @@ import (
 //     every stage has stopped. Whoever unlinks the waiter from fns calls it.
 //
 //  7. Bounded memory, back pressure. Each ring is fixed; a stage whose
-//     output ring is full waits for its consumer; the Transactor waits when
-//     the overlay holds no room for transactions above Snapshot. Nothing
-//     grows with load.
+//     output ring is full waits for its consumer. Nothing grows with load.
 //
 //  8. No lost wakeup. A publisher calls Wake on its consumer after every
 //     publication (submitters also before, so a parked Transactor is already
@@ -68,7 +66,7 @@ const (
 	// snapshotterRun bounds the records the Snapshotter applies per iteration.
 	snapshotterRun = 4096
 	// touchAhead is how many requests the Transactor touches (loads their
-	// overlay and readable lines) before executing them.
+	// index entries and working cells) before executing them.
 	touchAhead = 64
 	// walMaxBytes bounds one WAL batch record (and wal.MaxBatch of the
 	// segment size).
@@ -83,8 +81,7 @@ const (
 // exit as invariant 9 says, else let the pressure manager decide how to
 // wait; Wake as invariant 8 says.
 
-// runTransactor is the single writer of the working balances (the overlay
-// over the readable balances, see overlay.go).
+// runTransactor is the single writer of the working cells.
 //
 // A linked chain runs whole inside one iteration: if its members are not
 // all popped yet, the iteration ends before it and the next pops more; if
@@ -97,9 +94,8 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 	scratch := make([]txRecord, min(MaxChain, len(reqs)))
 	next := l.base
 	var cnt outcomeCounts // this run's outcomes, added to l.outcomes once per run
-	var bo, obo backoff
+	var bo backoff
 	off, have := 0, 0 // reqs[off:off+have] were popped and not executed yet
-	snapshot := l.snapshot.Load
 	for {
 		out := l.toWAL.Reserve(len(reqs))
 		if len(out) == 0 { // back pressure: the WAL is behind
@@ -137,14 +133,10 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 		}
 		n := min(have, len(out))
 		st.OnWork()
-		if next-1-x.ov.lastSweep >= overlayForcedSweep {
-			x.ov.sweep(snapshot())
-		}
 		ts := l.now()
 		x.dedup.startRun(next, ts)
 		x.beginRun(next, ts)
 		k := 0
-		wait := false // a chain's members are not all popped yet
 		for k < n {
 			if k%touchAhead == 0 {
 				x.touch(reqs[off+k : off+min(k+touchAhead, n)])
@@ -152,11 +144,7 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 			r := &reqs[off+k]
 			if r.linked && !r.chainOpen {
 				c := chainLen(reqs[off+k : off+have])
-				if c == 0 {
-					wait = k == 0
-					break
-				}
-				if !x.ov.room(x.chainBound(reqs[off+k:off+k+c]), snapshot, next+uint64(k)-1) {
+				if c == 0 { // its members are not all popped yet
 					break
 				}
 				if k+c > n { // no contiguous room for it in out
@@ -179,9 +167,6 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 				k += c
 				continue
 			}
-			if !x.ov.room(x.entriesBound(r), snapshot, next+uint64(k)-1) {
-				break // publish what ran; the rest waits for the Snapshotter
-			}
 			x.execute(r, next+uint64(k), ts, &out[k])
 			cnt[out[k].kind][out[k].fail]++
 			*r = request{} // drop references to legs and waiters
@@ -190,32 +175,18 @@ func (l *Ledger) runTransactor(st *pressure.Stage, x *executor) {
 		if x.dedup.idx != nil && x.dedup.idx.expired != l.dedupExpired.Load() { // the only writer
 			l.dedupExpired.Store(x.dedup.idx.expired)
 		}
-		if x.ov.sweeps != l.ovSweeps.Load() { // this goroutine is its only writer
-			l.ovSweeps.Store(x.ov.sweeps)
-		}
 		if k < 0 { // a chain went through publishChain
-			obo = backoff{}
 			continue
 		}
 		have -= k
 		off += k
-		if k == 0 {
-			if wait { // the rest of a chain is on its way (TryPushN publishes slot by slot)
-				if l.halted() {
-					return
-				}
-				bo.wait()
-				continue
-			}
-			// the overlay is full of unapplied transactions
-			l.ovWaits.Add(1)
+		if k == 0 { // the rest of a chain is on its way (TryPushN publishes slot by slot)
 			if l.halted() {
 				return
 			}
-			obo.wait()
+			bo.wait()
 			continue
 		}
-		obo = backoff{}
 		next += uint64(k)
 		l.publish(out[:k], next-1, &cnt)
 	}
@@ -305,6 +276,9 @@ func (l *Ledger) addOutcomes(c *outcomeCounts) {
 // deliver hands the SubmitAndWait callers and SubmitFunc callbacks waiting
 // for level their results.
 func (l *Ledger) deliver(recs []txRecord, level Level) {
+	if l.fns.n.Load() == 0 { // none of recs has a waiter (see fnList.n)
+		return
+	}
 	for i := range recs {
 		if r := &recs[i]; r.wlevel == level {
 			l.deliverOne(r.w, r)
@@ -390,9 +364,8 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		run = &refRun{}
 	}
 	accounts := l.visible.Load()
+	var created []byte // the accounts a batch created (appendAccount)
 	var op bookOp
-	acctBatch := l.db.NewBatch() // the account records of a batch's creations
-	defer acctBatch.Close()
 	ix := l.ix // the history and query indexes, if kept (historyindex.go)
 	var cells cellSource = liveCells(l.readable)
 	if ix != nil {
@@ -422,6 +395,9 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		// one of them and then loads applying sees at least last.
 		l.applying.Store(last)
 		for i := range recs {
+			if i%touchAhead == 0 {
+				l.touchCells(recs[i:min(i+touchAhead, len(recs))])
+			}
 			r := &recs[i]
 			// The resulting balance is stored, not added: a single atomic
 			// store per entry, and readers never see a torn value.
@@ -446,8 +422,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 				}
 			}
 			if r.kind == KindCreateAccount && r.fail == OK {
-				acctBatch.Set(idKey(prefixAccount, accounts), encodeAccountRecord(r.account()), nil)
-				accounts++
+				created = appendAccount(created, r.account())
 			}
 			if r.userRef != 0 && r.fail != Duplicate {
 				refs.trim(r.id, nil)
@@ -457,10 +432,12 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 				}
 			}
 		}
-		// Before any snapshot that covers these transactions.
-		if !acctBatch.Empty() {
-			err := acctBatch.Commit(pebble.NoSync)
-			acctBatch.Reset()
+		// Before any snapshot that covers these transactions: the batch's
+		// creations as one record (see encodeAccountRecord).
+		if len(created) > 0 {
+			err := l.db.Set(idKey(prefixAccount, accounts), sealRecord(created), pebble.NoSync)
+			accounts += uint64(len(created) / accountLen)
+			created = created[:0]
 			if err != nil {
 				l.fail(err)
 				return
@@ -494,6 +471,18 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		// skips and the next batch (or idle iteration) tries again.
 		if due && l.takeSnapshot(last, appliedTs, accounts, &refs, l.snapBook) {
 			lastSnap = last
+		}
+	}
+}
+
+// touchCells loads the readable cells the entries of recs store into, so
+// that their cache misses overlap: each atomic store (a locked XCHG on
+// amd64) would otherwise wait for its line alone. The compiler keeps an
+// atomic load whose value is unused.
+func (l *Ledger) touchCells(recs []txRecord) {
+	for i := range recs {
+		for _, e := range recs[i].entries() {
+			l.readable[e.cell].Load()
 		}
 	}
 }

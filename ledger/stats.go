@@ -58,12 +58,6 @@ type Stats struct {
 	// SnapshotTx is the transaction covered by the newest durable snapshot:
 	// the one written last, or the one recovery loaded; 0 if none.
 	SnapshotTx TxID
-	// OverlaySweeps is the number of times the Transactor swept its
-	// overlay of working balances (see docs/ledger.md) since Open;
-	// OverlayWaits the number of times it found the overlay full of
-	// transactions the Snapshotter had not applied yet and waited (back
-	// pressure; zero at the default sizes unless composites are large).
-	OverlaySweeps, OverlayWaits uint64
 	// DedupExpired is the number of transactions since Open whose UserRef
 	// the durable index still named, but from a transaction past
 	// DedupRetention: each was executed as a new transaction (likely a
@@ -133,8 +127,6 @@ func (l *Ledger) Stats() Stats {
 	s.Snapshots = l.snapshots.Load()
 	s.SnapshotTx = TxID(l.persisted.Load())
 	s.Syncs = s.WALBatches + s.Snapshots
-	s.OverlaySweeps = l.ovSweeps.Load()
-	s.OverlayWaits = l.ovWaits.Load()
 	s.DedupExpired = l.dedupExpired.Load()
 	s.Pressure = l.pm.Stats()
 	s.Replicated, s.Follower, s.Hash = TxID(l.index(Replicated)), l.rep.follower, l.rep.hash.Load()

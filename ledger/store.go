@@ -130,7 +130,8 @@ type snapshotData struct {
 // without a manifest, which recovery ignores and prune later deletes.
 //
 // The accounts as of s.txID (slots 1 .. s.accounts-1, immutable once
-// created) are written first, in chunks of their own.
+// created) are not in the snapshot: the Snapshotter wrote their "A"
+// records when it applied their creations.
 func writeSnapshot(db *pebble.DB, cfg *Config, s *snapshotData, bal []atomic.Int64, end func() uint64, hook func(chunk uint32), buf []byte) ([]byte, error) {
 	// The cells of the accounts that existed at S0; an account created
 	// after it is created again by the replay of (S0, S1], from zero.

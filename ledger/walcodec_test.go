@@ -1,7 +1,9 @@
 package ledger
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -90,6 +92,19 @@ func TestBatchRejectsDamage(t *testing.T) {
 
 func TestSnapshotChunksRoundTrip(t *testing.T) {
 	cells := []int64{9, 0, 1<<63 - 1}
+	// Sealed in place, into a reused buffer, by either encoder: the bytes
+	// of crc32c(header ++ uvarints) ++ header ++ uvarints.
+	body := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(nil, 4), uint32(len(cells)))
+	for _, v := range cells {
+		body = binary.AppendUvarint(body, uint64(v))
+	}
+	want := sealRecord(body)
+	require.Equal(t, want, encodeCellChunk(make([]byte, 100), 4, cells))
+	from := make([]atomic.Int64, len(cells))
+	for i, v := range cells {
+		from[i].Store(v)
+	}
+	require.Equal(t, want, encodeCellChunkFrom(encodeCellChunk(nil, 9, []int64{1, 2, 3, 4, 5}), 4, from))
 	got, err := decodeCellChunk(encodeCellChunk(nil, 4, cells), 4, 3, nil)
 	require.NoError(t, err)
 	require.Equal(t, cells, got)
@@ -104,7 +119,15 @@ func TestSnapshotChunksRoundTrip(t *testing.T) {
 	m := acctMeta{id: 7, ledger: 1, code: 2, flags: History, userData: [2]uint64{3, 4}}
 	gm, err := decodeAccountRecord(encodeAccountRecord(m))
 	require.NoError(t, err)
-	require.Equal(t, m, gm)
+	require.Equal(t, []acctMeta{m}, gm)
+	m2 := acctMeta{id: 1 << 40, ledger: 3, flags: DebitsMustNotExceedCredits}
+	gm, err = decodeAccountRecord(encodeAccountRecord(m, m2))
+	require.NoError(t, err)
+	require.Equal(t, []acctMeta{m, m2}, gm)
+	_, err = decodeAccountRecord(sealRecord(nil))
+	require.Error(t, err, "no account")
+	_, err = decodeAccountRecord(sealRecord(make([]byte, accountLen+1)))
+	require.Error(t, err, "a partial account")
 	refs := []refEntry{{1, 5}, {9, 7}}
 	r, err := decodeRefsChunk(encodeRefsChunk(refs))
 	require.NoError(t, err)

@@ -89,6 +89,12 @@ func (q *MPSC[T]) Len() int {
 	return int(n)
 }
 
+// Tail returns the next unclaimed ticket: every ticket below it is claimed,
+// and its push publishes it without waiting for anything (a claim cannot
+// fail afterwards). A producer that needs "how far have pushes gone" can
+// read it instead of keeping a shared maximum of its own. It is a snapshot.
+func (q *MPSC[T]) Tail() uint64 { return q.tail.Load() }
+
 // claim reserves n contiguous tickets, or reports false if they do not fit.
 func (q *MPSC[T]) claim(n uint64) (uint64, bool) {
 	size := uint64(len(q.slots))

@@ -75,6 +75,26 @@ func TestMPSCUnpublishedClaimBlocksOnlyConsumer(t *testing.T) {
 	assert.Equal(t, 2, n)
 }
 
+func TestMPSCTail(t *testing.T) {
+	q, err := NewMPSC[int](4)
+	require.NoError(t, err)
+	q.setTickets(1<<64 - 2) // the tickets cross the 2^64 wrap below
+	assert.Equal(t, uint64(1<<64-2), q.Tail(), "empty")
+	held, ok := q.claim(1)
+	require.True(t, ok)
+	assert.Equal(t, held+1, q.Tail(), "a claim counts before it is published")
+	_, ok = q.TryPushN([]int{1, 2})
+	require.True(t, ok)
+	assert.Equal(t, uint64(1), q.Tail(), "three claimed, past the wrap")
+	_, ok = q.TryPushN([]int{3, 4})
+	assert.False(t, ok, "full")
+	assert.Equal(t, uint64(1), q.Tail(), "a failed push claims nothing")
+	q.slots[held&q.mask].seq.Store(held + 1)
+	_, n := q.TryPopN(make([]int, 4))
+	assert.Equal(t, 3, n)
+	assert.Equal(t, uint64(1), q.Tail(), "pops do not move it")
+}
+
 func TestMPSCTicketWrap(t *testing.T) {
 	for _, start := range []uint64{1<<32 - 3, 1<<64 - 3, 1<<64 - 1} {
 		q, err := NewMPSC[uint64](4)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/lanework/lanework/pressure"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,6 +35,36 @@ func TestHarnessShort(t *testing.T) {
 	require.Positive(t, r.Samples)
 	require.LessOrEqual(t, r.CommitP50, r.CommitP999)
 	t.Log(r)
+}
+
+// TestHarnessDisableIndex: with DisableIndex the ledger the harness runs
+// writes none of the query index's transfer blocks ("T" keys), which it
+// writes by default.
+func TestHarnessDisableIndex(t *testing.T) {
+	blocks := func(dir string) int {
+		db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true})
+		require.NoError(t, err)
+		defer db.Close()
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{'T'}, UpperBound: []byte{'T' + 1}})
+		require.NoError(t, err)
+		defer it.Close()
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		return n
+	}
+	for _, off := range []bool{false, true} {
+		dir := t.TempDir()
+		r, err := Run(context.Background(), Config{Dir: dir, Accounts: 1_000, Duration: 100 * time.Millisecond, Rate: 20_000, DisableIndex: off})
+		require.NoError(t, err)
+		require.Positive(t, r.Ops)
+		if off {
+			require.Zero(t, blocks(dir))
+		} else {
+			require.Positive(t, blocks(dir))
+		}
+	}
 }
 
 // TestHarness runs the scenarios; enable with -ledger.bench.

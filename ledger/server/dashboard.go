@@ -91,10 +91,6 @@ type jsonStatus struct {
 	// Outcomes counts the executed transactions by outcome, over all
 	// kinds: "ok" and each fail reason, in the ledger's order.
 	Outcomes []jsonCount `json:"outcomes"`
-	Overlay  struct {
-		Sweeps uint64 `json:"sweeps"`
-		Waits  uint64 `json:"waits"`
-	} `json:"overlay"`
 	// Pressure is the pipeline's one pressure level (the manager keeps a
 	// single level for all its stages), its stages' waits in sum, and
 	// each stage's.
@@ -137,7 +133,6 @@ func (s *Server) status() *jsonStatus {
 	for f := ledger.OK; int(f) < ledger.NumFailReasons; f++ {
 		j.Outcomes = append(j.Outcomes, jsonCount{f.String(), st.Fails(f)})
 	}
-	j.Overlay.Sweeps, j.Overlay.Waits = st.OverlaySweeps, st.OverlayWaits
 	p := st.Pressure
 	j.Pressure.Level, j.Pressure.Stages, j.Pressure.Spinning = p.Level.String(), p.Stages, p.Spinning
 	j.Pressure.Parks, j.Pressure.Unparks, j.Pressure.Yields = p.Parks, p.Unparks, p.Yields

@@ -200,7 +200,6 @@ var (
 	dSyncs     = desc("ledger_syncs_total", "Synced commits: WAL batches plus snapshot manifests.")
 	dSnapshots = desc("ledger_snapshots_total", "Snapshots made durable since the ledger was opened (periodic and requested).")
 	dSnapTx    = desc("ledger_snapshot_persisted_tx", "Last transaction covered by the newest durable snapshot (0: none).")
-	dOverlay   = desc("ledger_overlay_events_total", "Transactor overlay sweeps and waits (back pressure).", "event")
 	dExpired   = desc("ledger_dedup_expired_total", "Transactions whose user_ref the idempotency index named from a transaction past its retention: executed as new (likely a retry that came too late).")
 	dPLevel    = desc("ledger_pressure_level", "Pressure level of the pipeline: 0 idle, 1 low, 2 high.")
 	dParks     = desc("ledger_pressure_parks_total", "Times a pipeline stage parked.")
@@ -210,7 +209,7 @@ var (
 
 func (c ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dUp, dIndex, dTx, dFails, dSubmitted, dCommitted, dBatches, dWALBytes,
-		dSync, dGroup, dSyncs, dSnapshots, dSnapTx, dOverlay, dExpired, dPLevel, dParks, dUnparks, dYields} {
+		dSync, dGroup, dSyncs, dSnapshots, dSnapTx, dExpired, dPLevel, dParks, dUnparks, dYields} {
 		ch <- d
 	}
 }
@@ -253,8 +252,6 @@ func (c ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(dSyncs, st.Syncs)
 	counter(dSnapshots, st.Snapshots)
 	gauge(dSnapTx, float64(st.SnapshotTx))
-	counter(dOverlay, st.OverlaySweeps, "sweep")
-	counter(dOverlay, st.OverlayWaits, "wait")
 	counter(dExpired, st.DedupExpired)
 	gauge(dPLevel, float64(st.Pressure.Level))
 	counter(dParks, st.Pressure.Parks)

@@ -42,6 +42,7 @@ func benchCommand() *cli.Command {
 			&cli.Float64Flag{Name: "rate", EnvVars: []string{"LEDGER_BENCH_RATE"}, Usage: "offered tx/s over all submitters; 0 saturates"},
 			&cli.Uint64Flag{Name: "accounts", Value: 1_000_000, EnvVars: []string{"LEDGER_BENCH_ACCOUNTS"}, Usage: "accounts the ops pick from (in process: MaxAccounts)"},
 			&cli.Float64Flag{Name: "transfer-share", Value: 0.5, EnvVars: []string{"LEDGER_BENCH_TRANSFER_SHARE"}, Usage: "share of transfers among the ops"},
+			&cli.BoolFlag{Name: "disable-index", EnvVars: []string{"LEDGER_DISABLE_INDEX"}, Usage: "in process: without the history and query indexes (as serve --disable-index)"},
 			&cli.IntFlag{Name: "batch", Value: 1024, EnvVars: []string{"LEDGER_BENCH_BATCH"}, Usage: "with --addr: ops per submit (1: single-op submit-and-wait)"},
 			&cli.IntFlag{Name: "conns", Value: 2, EnvVars: []string{"LEDGER_BENCH_CONNS"}, Usage: "with --addr: pooled connections"},
 			waitStrategyFlag(),
@@ -163,7 +164,7 @@ func benchLocal(c *cli.Context) (benchReport, error) {
 	}
 	cfg := bench.Config{Dir: dir, Accounts: c.Uint64("accounts"), Submitters: c.Int("submitters"),
 		Duration: c.Duration("duration"), Rate: c.Float64("rate"), TransferShare: c.Float64("transfer-share"),
-		WaitStrategy: ws, Stop: c.Context.Done()}
+		WaitStrategy: ws, DisableIndex: c.Bool("disable-index"), Stop: c.Context.Done()}
 	var bar *progress.Bar
 	if every := c.Duration("progress-every"); showProgress(c, every) {
 		bar = progress.New(c.App.ErrWriter, true, cfg.Duration.Milliseconds(), "starting", every)
