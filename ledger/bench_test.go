@@ -76,6 +76,65 @@ func BenchmarkSubmitTransfers(b *testing.B) {
 	}
 }
 
+// BenchmarkSubmitPendingPost is BenchmarkSubmitTransfers with each transfer
+// two-phase: a Pending transfer, then a post of all of it naming the id
+// Submit returned; one Submit each, so ns/op and tx/s are per op (two per
+// pair), and pairs/s is the transfers completed.
+func BenchmarkSubmitPendingPost(b *testing.B) {
+	const accounts = 1_000_000
+	l, err := Open(Config{Dir: b.TempDir(), MaxAccounts: accounts})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	createPlainAccounts(b, l, accounts)
+	settle(b, l)
+	rng := rand.New(rand.NewPCG(1, 1))
+	ops := make([]Transfer, 1<<16)
+	for i := range ops {
+		from := 1 + rng.Uint64N(accounts-1)
+		ops[i] = Transfer{From: from, To: from%(accounts-1) + 1, Amount: 1 + rng.Uint64N(100), Flags: Pending}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuNanos()
+	var last TxID
+	for i := 0; i < b.N; i += 2 {
+		if last, err = l.Submit(ops[(i/2)&(len(ops)-1)]); err != nil {
+			b.Fatal(err)
+		}
+		if last, err = l.Submit(Transfer{Flags: PostPendingTransfer, PendingID: last}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := l.Wait(context.Background(), last, Committed); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+	b.ReportMetric(float64(b.N/2)/b.Elapsed().Seconds(), "pairs/s")
+	b.ReportMetric(float64(cpuNanos()-cpu)/float64(b.N), "cpu-ns/op")
+	if st := l.Stats(); st.Outcomes[KindTransfer][OK] < uint64(b.N) {
+		b.Fatalf("%d of %d ops applied", st.Outcomes[KindTransfer][OK], b.N)
+	}
+}
+
+// createPlainAccounts creates accounts 1 .. n-1 in ledger 1, without
+// limits.
+func createPlainAccounts(b *testing.B, l *Ledger, n uint64) {
+	b.Helper()
+	batch := make([]Op, 0, 4096)
+	for a := uint64(1); a < n; a++ {
+		batch = append(batch, CreateAccount{ID: a, Ledger: 1})
+		if len(batch) == cap(batch) || a == n-1 {
+			if _, _, err := l.SubmitBatch(batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+}
+
 // BenchmarkSubmitChains is BenchmarkSubmitTransfers with the transfers in
 // linked chains of 4, one SubmitBatch each; ns/op and tx/s are per
 // transfer.
@@ -109,6 +168,7 @@ func BenchmarkSubmitChains(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuNanos()
 	var last TxID
 	for i := 0; i < b.N; i += 4 {
 		if _, last, err = l.SubmitBatch(chains[(i/4)&(len(chains)-1)]); err != nil {
@@ -120,6 +180,7 @@ func BenchmarkSubmitChains(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+	b.ReportMetric(float64(cpuNanos()-cpu)/float64(b.N), "cpu-ns/op")
 	if st := l.Stats(); st.Outcomes[KindTransfer][OK] < uint64(b.N) {
 		b.Fatalf("%d of %d transfers applied", st.Outcomes[KindTransfer][OK], b.N)
 	}
@@ -142,6 +203,7 @@ func settle(b *testing.B, l *Ledger) {
 func submitCommitted(b *testing.B, l *Ledger, ops []Op) {
 	b.Helper()
 	b.ResetTimer()
+	cpu := cpuNanos()
 	var last TxID
 	var err error
 	for i := 0; i < b.N; i++ {
@@ -154,6 +216,7 @@ func submitCommitted(b *testing.B, l *Ledger, ops []Op) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+	b.ReportMetric(float64(cpuNanos()-cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkSubmitParallel is the same with GOMAXPROCS submitting goroutines
@@ -266,6 +329,67 @@ func BenchmarkClosedLoopCommit(b *testing.B) {
 // so that lookups go through the overlay to the readable balances.
 func BenchmarkExecute(b *testing.B) {
 	benchExecute(b, newDedup(DefaultDedupWindow), false)
+}
+
+// BenchmarkExecutePendingPost is BenchmarkExecute's Transactor on pending +
+// post pairs between the same accounts (without limits): a Pending
+// transfer, then a post of all of it; ns/op is per op, two per pair.
+// Resolved pending transfers are remembered for 65,536 transactions.
+func BenchmarkExecutePendingPost(b *testing.B) {
+	const accounts, lag = 1_000_000, 1 << 16
+	readable := newCells(accounts)
+	accts := newAccountTable(accounts)
+	for a := uint64(1); a < accounts; a++ {
+		accts.insert(acctMeta{id: a, ledger: 1})
+	}
+	x := &executor{readable: readable, accts: accts, ov: newOverlay(overlaySlots(DefaultRingSize), 0), dedup: newDedup(DefaultDedupWindow),
+		maxEntries: DefaultMaxEntries, book: newPendingBook(fateRetention{txs: lag})}
+	rng := rand.New(rand.NewPCG(1, 1))
+	reqs := make([]request, 1<<20)
+	for i := range reqs {
+		from := 1 + rng.Uint64N(accounts-1)
+		op := Transfer{From: from, To: from%(accounts-1) + 1, Amount: 1 + rng.Uint64N(100), Flags: Pending}
+		if i%2 == 1 {
+			op = Transfer{Flags: PostPendingTransfer, PendingID: 1}
+		}
+		if err := prepare(op, &reqs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	recs := make([]txRecord, lag)
+	snap := uint64(0)
+	snapshot := func() uint64 { return snap }
+	req := make([]request, touchAhead)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := uint64(i + 1)
+		rec := &recs[id%lag]
+		if rec.id != 0 {
+			for _, e := range rec.entries() {
+				readable[e.cell].Store(e.value)
+			}
+			snap = rec.id
+		}
+		k := i % touchAhead
+		if k == 0 {
+			j := i & (len(reqs) - 1)
+			copy(req, reqs[j:min(j+touchAhead, len(reqs))])
+			x.dedup.startRun(id, int64(id))
+			x.beginRun(id, int64(id))
+			x.touch(req)
+		}
+		r := &req[k]
+		if r.tflags()&PostPendingTransfer != 0 {
+			r.aux = id - 1 // the pending transfer just before
+		}
+		if !x.ov.room(x.entriesBound(r), snapshot, id-1) {
+			b.Fatal("overlay full")
+		}
+		x.execute(r, id, int64(id), rec)
+		if rec.fail != OK {
+			b.Fatalf("tx %d: %v", id, rec.fail)
+		}
+	}
 }
 
 // BenchmarkExecuteRefs is BenchmarkExecute with a fresh UserRef on every

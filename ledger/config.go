@@ -91,6 +91,13 @@ type Config struct {
 	// the segment is created; default 64 MiB, at least 256 KiB, at most 1 GiB.
 	// A segment holds at most a quarter of it per group commit.
 	WALSegmentSize int64
+	// DisableIndex turns the history and query indexes off (AccountTransfers,
+	// AccountBalances, BalanceAt, QueryTransfers, QueryAccounts and
+	// LookupTransfers then fail with ErrIndexOff). They are on by default:
+	// the Snapshotter writes them, unsynced, and Open rebuilds what a
+	// crash took from the WAL. An Open with the index off drops it; the
+	// next Open with it on starts it afresh from there.
+	DisableIndex bool
 
 	// now, if set (tests), is the Transactor's clock in Unix ns, in place
 	// of the wall clock.

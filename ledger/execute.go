@@ -25,6 +25,7 @@ type executor struct {
 	book       *pendingBook
 	undo       []bookUndo
 	ts         int64 // the run's timestamp (beginRun)
+	due        bool  // an open pending transfer may have expired by ts
 	dedup      *dedup
 	maxEntries int
 	sink       int64 // keeps touch's loads
@@ -119,7 +120,7 @@ func (x *executor) entriesBound(r *request) int {
 			n = 0 // EntryLimitExceeded, no entries
 		}
 	}
-	if x.expiryDue(x.ts) {
+	if x.due {
 		n += 2 * maxExpiryPerTx
 	}
 	return n
@@ -139,7 +140,7 @@ func (x *executor) entriesBound(r *request) int {
 // OverflowsCreditsPosted, ExceedsCredits, ExceedsDebits.
 func (x *executor) execute(r *request, id uint64, ts int64, rec *txRecord) {
 	*rec = txRecord{id: id, userRef: r.userRef, ts: ts, kind: r.kind, w: r.w, wlevel: r.wlevel}
-	if x.expiryDue(ts) && (!x.inChain || x.chainHead) {
+	if x.due && (!x.inChain || x.chainHead) {
 		x.expire(id, ts, rec)
 	}
 	if r.chainOpen {
@@ -201,7 +202,11 @@ func (x *executor) lookup(id uint64) (uint64, bool) {
 	}
 	for i := range x.tent {
 		if x.tent[i].id == id {
-			return packInfo(x.accts.n+uint64(i), &x.tent[i]), true
+			info := packInfo(x.accts.n+uint64(i), &x.tent[i])
+			if i < len(x.tentClosed) && x.tentClosed[i] { // by a closing transfer of the chain
+				info |= uint64(Closed) << 28
+			}
+			return info, true
 		}
 	}
 	return 0, false

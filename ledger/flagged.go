@@ -19,6 +19,7 @@ func (x *executor) beginRun(next uint64, ts int64) {
 	if x.book != nil {
 		x.book.prune(next, ts)
 	}
+	x.due = x.expiryDue(ts) // a pending transfer made in this run expires after ts
 }
 
 // expiryDue reports whether an open pending transfer may have expired by
@@ -47,6 +48,7 @@ func (x *executor) expire(id uint64, ts int64, rec *txRecord) {
 	if ex != nil {
 		rec.extra = ex
 	}
+	x.due = x.expiryDue(ts)
 }
 
 // release takes amt off column col of account a (slot s) for transaction
@@ -56,14 +58,6 @@ func (x *executor) release(a, s uint64, col Column, amt, id uint64) cellEntry {
 	v := x.value(c) - int64(amt)
 	x.setCell(c, uint64(v), id)
 	return cellEntry{acct: a, delta: -int64(amt), value: v, cell: uint32(c), col: col}
-}
-
-// post adds amt to column col of account a (slot s) and returns the entry.
-func (x *executor) post(a, s uint64, col Column, amt, id uint64) cellEntry {
-	c := cell(s, col)
-	v := x.value(c) + int64(amt)
-	x.setCell(c, uint64(v), id)
-	return cellEntry{acct: a, delta: int64(amt), value: v, cell: uint32(c), col: col}
 }
 
 // setClosed sets account slot s's Closed bit, a tentative one's (created
@@ -78,17 +72,6 @@ func (x *executor) setClosed(s uint64, on bool) {
 		x.tentClosed = append(x.tentClosed, false)
 	}
 	x.tentClosed[i] = on
-}
-
-// lookupFlags is lookup with a tentative account's closed state.
-func (x *executor) lookupFlags(id uint64) (uint64, bool) {
-	info, ok := x.lookup(id)
-	if ok {
-		if s := infoSlot(info); s >= x.accts.n && int(s-x.accts.n) < len(x.tentClosed) && x.tentClosed[s-x.accts.n] {
-			info |= uint64(Closed) << 28
-		}
-	}
-	return info, ok
 }
 
 // flagged executes a transfer with flags.
@@ -109,11 +92,11 @@ func (x *executor) flagged(r *request, id uint64, ts int64, rec *txRecord) FailR
 // ExceedsCredits, ExceedsDebits.
 func (x *executor) hold(r *request, id uint64, ts int64, rec *txRecord) FailReason {
 	f := r.tflags()
-	d, ok := x.lookupFlags(r.a)
+	d, ok := x.lookup(r.a)
 	if !ok {
 		return AccountNotFound
 	}
-	c, ok := x.lookupFlags(r.b)
+	c, ok := x.lookup(r.b)
 	if !ok {
 		return AccountNotFound
 	}
@@ -132,7 +115,8 @@ func (x *executor) hold(r *request, id uint64, ts int64, rec *txRecord) FailReas
 	}
 	rec.ledger = l
 	ds, cs := infoSlot(d), infoSlot(c)
-	dv, cv := x.colsOf(ds), x.colsOf(cs)
+	var w workingPair
+	dv, cv := x.loadPair(ds, cs, &w)
 	amt := r.amount
 	if f&BalancingDebit != 0 {
 		if amt = min(amt, room(dv[CreditsPosted], dv[DebitsPosted], dv[DebitsPending])); amt == 0 {
@@ -168,8 +152,14 @@ func (x *executor) hold(r *request, id uint64, ts int64, rec *txRecord) FailReas
 		exceeds(uint64(cv[CreditsPosted]), uint64(cv[CreditsPending]), amt, uint64(cv[DebitsPosted])) {
 		return ExceedsDebits
 	}
+	dv[dcol] += int64(amt)
+	cv[ccol] += int64(amt)
+	x.storePair(ds, cs, id, &w)
 	rec.n = 2
-	rec.inline = [2]cellEntry{x.post(r.a, ds, dcol, amt, id), x.post(r.b, cs, ccol, amt, id)}
+	rec.inline = [2]cellEntry{
+		{acct: r.a, delta: int64(amt), value: dv[dcol], cell: uint32(cell(ds, dcol)), col: dcol},
+		{acct: r.b, delta: int64(amt), value: cv[ccol], cell: uint32(cell(cs, ccol)), col: ccol},
+	}
 	if f&Pending != 0 {
 		p := pendingXfer{id: id, debit: r.a, credit: r.b, dslot: ds, cslot: cs, amount: amt, userData: r.userData,
 			ledger: l, code: r.code(), flags: f}
@@ -187,6 +177,34 @@ func (x *executor) hold(r *request, id uint64, ts int64, rec *txRecord) FailReas
 	return OK
 }
 
+// workingPair is where loadPair found two accounts' working columns (see
+// executor.transfer): changed in place in their overlay slots, or in the
+// copies here until storePair inserts them.
+type workingPair struct {
+	di, ci   uint64
+	dok, cok bool
+	dt, ct   [numColumns]int64
+	dv, cv   *[numColumns]int64
+}
+
+// loadPair returns the working columns of slots ds and cs (ds != cs). A
+// caller changes them only once every check passed, then calls storePair.
+func (x *executor) loadPair(ds, cs uint64, w *workingPair) (dv, cv *[numColumns]int64) {
+	w.di, w.dok, w.dv = x.working(ds, &w.dt)
+	w.ci, w.cok, w.cv = x.working(cs, &w.ct)
+	return w.dv, w.cv
+}
+
+// storePair records the changed columns of loadPair's slots after
+// transaction id.
+func (x *executor) storePair(ds, cs, id uint64, w *workingPair) {
+	x.ov.touched(w.di, w.dok, ds, w.dv, id)
+	if !w.dok && !w.cok && w.ci == w.di { // both probes ended at the slot ds just took
+		w.ci, w.cok = x.ov.find(cs)
+	}
+	x.ov.touched(w.ci, w.cok, cs, w.cv, id)
+}
+
 // room is how much can be added to a and b (columns) before they pass
 // limit: 0 if they are there already.
 func room(limit, a, b int64) uint64 {
@@ -195,12 +213,6 @@ func room(limit, a, b int64) uint64 {
 		return 0
 	}
 	return uint64(limit) - used
-}
-
-// colsOf returns slot s's working columns.
-func (x *executor) colsOf(s uint64) [numColumns]int64 {
-	_, _, c := x.cols(s)
-	return c
 }
 
 // resolvePending executes a post or void of the pending transfer
@@ -218,14 +230,19 @@ func (x *executor) colsOf(s uint64) [numColumns]int64 {
 func (x *executor) resolvePending(r *request, id uint64, ts int64, rec *txRecord) FailReason {
 	f := r.tflags()
 	p, ok := x.book.m[r.pendingID()]
-	switch {
-	case !ok:
+	if !ok {
+		switch x.book.done[r.pendingID()].state {
+		case pendingPosted:
+			return PendingTransferAlreadyPosted
+		case pendingVoided:
+			return PendingTransferAlreadyVoided
+		case pendingExpired:
+			return PendingTransferExpired
+		}
 		return PendingTransferNotFound
-	case p.state == pendingPosted:
-		return PendingTransferAlreadyPosted
-	case p.state == pendingVoided:
-		return PendingTransferAlreadyVoided
-	case p.state == pendingExpired || p.expires != 0 && p.expires <= ts:
+	}
+	switch {
+	case p.expires != 0 && p.expires <= ts:
 		return PendingTransferExpired
 	case r.a != 0 && r.a != p.debit:
 		return PendingTransferHasDifferentDebitAccountID
@@ -236,6 +253,8 @@ func (x *executor) resolvePending(r *request, id uint64, ts int64, rec *txRecord
 	case rec.code != 0 && rec.code != p.code:
 		return PendingTransferHasDifferentCode
 	}
+	var w workingPair
+	dv, cv := x.loadPair(p.dslot, p.cslot, &w)
 	amt := r.amount
 	if f&PostPendingTransfer != 0 {
 		if amt == 0 {
@@ -244,10 +263,10 @@ func (x *executor) resolvePending(r *request, id uint64, ts int64, rec *txRecord
 		if amt > p.amount {
 			return ExceedsPendingTransferAmount
 		}
-		if uint64(x.value(cell(p.dslot, DebitsPosted))) > maxColumn-amt {
+		if uint64(dv[DebitsPosted]) > maxColumn-amt {
 			return OverflowsDebitsPosted
 		}
-		if uint64(x.value(cell(p.cslot, CreditsPosted))) > maxColumn-amt {
+		if uint64(cv[CreditsPosted]) > maxColumn-amt {
 			return OverflowsCreditsPosted
 		}
 	} else if amt != 0 && amt != p.amount {
@@ -257,20 +276,30 @@ func (x *executor) resolvePending(r *request, id uint64, ts int64, rec *txRecord
 	if rec.userData == 0 {
 		rec.userData = p.userData
 	}
-	dr, cr := x.release(p.debit, p.dslot, DebitsPending, p.amount, id), x.release(p.credit, p.cslot, CreditsPending, p.amount, id)
+	dv[DebitsPending] -= int64(p.amount)
+	cv[CreditsPending] -= int64(p.amount)
+	release := [2]cellEntry{
+		{acct: p.debit, delta: -int64(p.amount), value: dv[DebitsPending], cell: uint32(cell(p.dslot, DebitsPending)), col: DebitsPending},
+		{acct: p.credit, delta: -int64(p.amount), value: cv[CreditsPending], cell: uint32(cell(p.cslot, CreditsPending)), col: CreditsPending},
+	}
 	st := pendingVoided
 	if f&PostPendingTransfer != 0 {
 		st = pendingPosted
+		dv[DebitsPosted] += int64(amt)
+		cv[CreditsPosted] += int64(amt)
 		ex := &postExtra{}
-		ex.buf = [4]cellEntry{dr, cr, x.post(p.debit, p.dslot, DebitsPosted, amt, id), x.post(p.credit, p.cslot, CreditsPosted, amt, id)}
+		ex.buf = [4]cellEntry{release[0], release[1],
+			{acct: p.debit, delta: int64(amt), value: dv[DebitsPosted], cell: uint32(cell(p.dslot, DebitsPosted)), col: DebitsPosted},
+			{acct: p.credit, delta: int64(amt), value: cv[CreditsPosted], cell: uint32(cell(p.cslot, CreditsPosted)), col: CreditsPosted}}
 		ex.entries = ex.buf[:]
 		if rec.extra != nil { // the expiry scan's, before this transaction
 			ex.expired, ex.exp = rec.extra.expired, rec.extra.exp
 		}
 		rec.extra, rec.n = &ex.recExtra, 4
 	} else {
-		rec.n, rec.inline = 2, [2]cellEntry{dr, cr}
+		rec.n, rec.inline = 2, release
 	}
+	x.storePair(p.dslot, p.cslot, id, &w)
 	x.book.resolve(p.id, st, ts, id)
 	if st == pendingVoided {
 		for _, s := range p.closes() {

@@ -137,6 +137,13 @@ type Ledger struct {
 	ckptMu    sync.RWMutex // WriteCheckpoint reads under it; close takes it before closing the store
 
 	rep replication // replicate.go
+
+	// The history and query indexes (historyindex.go): written by the
+	// Snapshotter; nil with Config.DisableIndex or on a follower.
+	ix      *indexWriter
+	ixCatch catchUpStats // what Open did to the index
+	_       pad
+	indexed atomic.Uint64 // Snapshotter: last transaction in the index
 }
 
 // Open validates cfg, opens (or creates) the directory, recovers the state
@@ -212,6 +219,27 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 		db.Close()
 		return nil, err
 	}
+	var ix *indexWriter
+	if !mode.follower {
+		if ix, rs.ixCatch, err = openIndex(db, &cfg, rs); err != nil {
+			db.Close()
+			return nil, err
+		}
+		rs.ix = ix
+	} else if !cfg.DisableIndex {
+		// A follower does not index; once it opens as a leader, the index
+		// catches up from the WAL after where it stopped, which the
+		// follower therefore keeps (walFloor).
+		_, last, ok, err := readIndexState(db)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		rs.walFloor = 1
+		if ok {
+			rs.walFloor = last + 1
+		}
+	}
 	if n := len(truncs); n > 0 {
 		t := truncs[n-1]
 		log.Printf("ledger: %s: ledger recover cut its log after tx %d on %s, accepting the loss of what followed (damage: %s at offset %d, tx %d..%d: %s); %d recover(s) recorded",
@@ -232,6 +260,9 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 	}
 	l, err := start(cfg, db, w, rs, mode, hash)
 	if err != nil {
+		if ix != nil {
+			ix.b.Close()
+		}
 		w.Close()
 		db.Close()
 		return nil, err
@@ -268,6 +299,8 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 		p.Store(rs.last)
 	}
 	l.persisted.Store(rs.snapshot)
+	l.ix, l.ixCatch = rs.ix, rs.ixCatch
+	l.indexed.Store(rs.last)
 	l.visible.Store(rs.accts.n)
 	l.spare.Store(&snapshotData{})
 
@@ -286,7 +319,7 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 		refs.push(r)
 	}
 	if l.rep.follower { // Apply replays onto rs; only the persister runs
-		l.rep.rs, l.rep.refs, l.rep.lastSnap = rs, refs, rs.snapshot
+		l.rep.rs, l.rep.refs, l.rep.lastSnap, l.rep.walFloor = rs, refs, rs.snapshot, rs.walFloor
 		if cfg.DedupRetention > 0 {
 			l.rep.run = &refRun{}
 		}
@@ -679,12 +712,5 @@ func (l *Ledger) Lookup(id uint64) (Account, error) {
 	if !ok || s >= l.visible.Load() {
 		return Account{}, fmt.Errorf("account %d: %w", id, ErrAccountNotFound)
 	}
-	a := l.accts.meta[s].public()
-	if l.closedBits.get(s) {
-		a.Flags |= Closed // by a closing transfer
-	}
-	c := l.readable[cell(s, 0):cell(s, numColumns)]
-	a.DebitsPosted, a.CreditsPosted = uint64(c[DebitsPosted].Load()), uint64(c[CreditsPosted].Load())
-	a.DebitsPending, a.CreditsPending = uint64(c[DebitsPending].Load()), uint64(c[CreditsPending].Load())
-	return a, nil
+	return l.account(s), nil
 }

@@ -1,11 +1,11 @@
 package ledger
 
 import (
-	"cmp"
 	"container/heap"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync/atomic"
@@ -59,7 +59,7 @@ const (
 	pendingExpired
 )
 
-// pendingXfer is a pending transfer in the book.
+// pendingXfer is an open pending transfer in the book.
 type pendingXfer struct {
 	id            uint64 // its TxID
 	debit, credit uint64 // account ids
@@ -70,9 +70,14 @@ type pendingXfer struct {
 	ledger        uint32
 	code          uint16
 	flags         TransferFlags
-	state         pendingState
-	resolvedTs    int64  // when posted, voided or expired
-	resolvedID    uint64 // by which transaction
+}
+
+// fate is what the book keeps of a resolved pending transfer: how and
+// when it was resolved.
+type fate struct {
+	ts    int64  // the resolving transaction's timestamp
+	by    uint64 // the resolving transaction
+	state pendingState
 }
 
 // expiry is an open pending transfer's place in the expiry heap.
@@ -114,24 +119,25 @@ func fateRetentionOf(cfg *Config) fateRetention {
 	return k
 }
 
-// pendingBook is the set of pending transfers: open ones, and resolved
-// ones within the retention. A Go map: inserts and deletes balance in a
-// steady state, so it stops growing; 120 to 200 bytes per entry with the
-// map's overhead, plus 16 per open pending transfer with a timeout.
+// pendingBook is the set of pending transfers: open ones, and the fates
+// of resolved ones within the retention. Go maps: inserts and deletes
+// balance in a steady state, so they stop growing. An open pending
+// transfer costs about 100 bytes with the map's overhead (plus 16 in the
+// expiry heap if it has a timeout), a resolved one about 40.
 type pendingBook struct {
-	m     map[uint64]pendingXfer
-	exp   expiryHeap // open pending transfers with a timeout; resolved ones are skipped lazily
-	fates []uint64   // resolved ids in resolution order (FIFO from fateHead)
+	m     map[uint64]pendingXfer // open
+	done  map[uint64]fate        // resolved
+	exp   expiryHeap             // open pending transfers with a timeout; resolved ones are skipped lazily
+	fates []uint64               // resolved ids in resolution order (FIFO from head)
 	head  int
 	// closed maps the slot of each account a closing transfer closed to
 	// that transfer's id: open while it is pending, for good once posted.
 	closed map[uint64]uint64
 	keep   fateRetention
-	open   int // open pending transfers
 }
 
 func newPendingBook(keep fateRetention) *pendingBook {
-	return &pendingBook{m: map[uint64]pendingXfer{}, closed: map[uint64]uint64{}, keep: keep}
+	return &pendingBook{m: map[uint64]pendingXfer{}, done: map[uint64]fate{}, closed: map[uint64]uint64{}, keep: keep}
 }
 
 // nextExpiry is the earliest expiry of an open pending transfer, or
@@ -139,7 +145,7 @@ func newPendingBook(keep fateRetention) *pendingBook {
 func (b *pendingBook) nextExpiry() int64 {
 	for len(b.exp) > 0 {
 		top := b.exp[0]
-		if p, ok := b.m[top.id]; ok && p.state == pendingOpen && p.expires == top.at {
+		if p, ok := b.m[top.id]; ok && p.expires == top.at {
 			return top.at
 		}
 		heap.Pop(&b.exp)
@@ -150,9 +156,7 @@ func (b *pendingBook) nextExpiry() int64 {
 // add enters the open pending transfer p; a closing one closes its
 // accounts (the caller sets their Closed bits).
 func (b *pendingBook) add(p pendingXfer) {
-	p.state = pendingOpen
 	b.m[p.id] = p
-	b.open++
 	if p.expires != 0 {
 		heap.Push(&b.exp, expiry{at: p.expires, id: p.id})
 	}
@@ -169,12 +173,11 @@ func (b *pendingBook) add(p pendingXfer) {
 // transfer reopens its accounts (the caller clears their Closed bits).
 func (b *pendingBook) resolve(id uint64, st pendingState, ts int64, txid uint64) (pendingXfer, bool) {
 	p, ok := b.m[id]
-	if !ok || p.state != pendingOpen {
+	if !ok {
 		return p, false
 	}
-	p.state, p.resolvedTs, p.resolvedID = st, ts, txid
-	b.m[id] = p
-	b.open--
+	delete(b.m, id)
+	b.done[id] = fate{ts: ts, by: txid, state: st}
 	b.fates = append(b.fates, id)
 	if st != pendingPosted {
 		for _, s := range p.closes() {
@@ -203,12 +206,11 @@ func (p *pendingXfer) closes() []uint64 {
 func (b *pendingBook) prune(id uint64, ts int64) {
 	for b.head < len(b.fates) {
 		fid := b.fates[b.head]
-		p, ok := b.m[fid]
-		if ok && p.state != pendingOpen {
-			if !(b.keep.age > 0 && ts-p.resolvedTs > b.keep.age) && !(b.keep.txs > 0 && id-p.resolvedID > b.keep.txs) {
-				return
+		if f, ok := b.done[fid]; ok {
+			if !(b.keep.age > 0 && ts-f.ts > b.keep.age) && !(b.keep.txs > 0 && id-f.by > b.keep.txs) {
+				break
 			}
-			delete(b.m, fid)
+			delete(b.done, fid)
 		}
 		b.head++
 	}
@@ -218,11 +220,10 @@ func (b *pendingBook) prune(id uint64, ts int64) {
 	}
 }
 
-// unresolve undoes resolve (a linked chain rolled back).
+// unresolve undoes resolve of p (a linked chain rolled back).
 func (b *pendingBook) unresolve(p pendingXfer) {
-	p.state, p.resolvedTs, p.resolvedID = pendingOpen, 0, 0
+	delete(b.done, p.id)
 	b.m[p.id] = p
-	b.open++
 	for i := len(b.fates) - 1; i >= b.head; i-- {
 		if b.fates[i] == p.id {
 			b.fates = slices.Delete(b.fates, i, i+1)
@@ -238,7 +239,6 @@ func (b *pendingBook) unresolve(p pendingXfer) {
 // unadd undoes add (a linked chain rolled back).
 func (b *pendingBook) unadd(p pendingXfer) {
 	delete(b.m, p.id)
-	b.open--
 	for _, s := range p.closes() {
 		if b.closed[s] == p.id {
 			delete(b.closed, s)
@@ -251,13 +251,10 @@ func (b *pendingBook) unadd(p pendingXfer) {
 func (b *pendingBook) sums() map[uint64][2]uint64 {
 	out := map[uint64][2]uint64{}
 	for _, p := range b.m {
-		if p.state != pendingOpen {
-			continue
-		}
-		d, c := out[p.dslot], out[p.cslot]
+		d := out[p.dslot]
 		d[0] += p.amount
 		out[p.dslot] = d
-		c = out[p.cslot]
+		c := out[p.cslot]
 		c[1] += p.amount
 		out[p.cslot] = c
 	}
@@ -366,11 +363,15 @@ func (t *walTx) bookOp(op *bookOp, cells []uint64) bool {
 
 // Snapshot encoding of a book (sealed like every record), little-endian:
 //
-//	u32 count, count x { u64 id, u64 debit, u64 credit, u64 debit slot,
+//	u32 n, n x open { u64 id, u64 debit, u64 credit, u64 debit slot,
 //	  u64 credit slot, u64 amount, i64 expires, u64 user_data, u32 ledger,
-//	  u16 code, u16 flags, u8 state, i64 resolved ts, u64 resolved by }
-//	u32 count, count x { u64 slot, u64 closing transfer id }
-const pendingRecLen = 8*8 + 4 + 2 + 2 + 1 + 8 + 8
+//	  u16 code, u16 flags }
+//	u32 n, n x resolved { u64 id, u8 state, i64 ts, u64 by }, in resolution order
+//	u32 n, n x closed { u64 slot, u64 closing transfer id }
+const (
+	openRecLen = 8*8 + 4 + 2 + 2
+	fateRecLen = 8 + 1 + 8 + 8
+)
 
 func (b *pendingBook) encode() []byte {
 	ids := make([]uint64, 0, len(b.m))
@@ -378,7 +379,7 @@ func (b *pendingBook) encode() []byte {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	dst := make([]byte, 0, 8+len(ids)*pendingRecLen+len(b.closed)*16)
+	dst := make([]byte, 0, 12+len(ids)*openRecLen+len(b.done)*fateRecLen+len(b.closed)*16)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(ids)))
 	for _, id := range ids {
 		p := b.m[id]
@@ -388,9 +389,23 @@ func (b *pendingBook) encode() []byte {
 		dst = binary.LittleEndian.AppendUint32(dst, p.ledger)
 		dst = binary.LittleEndian.AppendUint16(dst, p.code)
 		dst = binary.LittleEndian.AppendUint16(dst, uint16(p.flags))
-		dst = append(dst, byte(p.state))
-		dst = binary.LittleEndian.AppendUint64(dst, uint64(p.resolvedTs))
-		dst = binary.LittleEndian.AppendUint64(dst, p.resolvedID)
+	}
+	n := 0
+	for _, id := range b.fates[b.head:] {
+		if _, ok := b.done[id]; ok {
+			n++
+		}
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
+	for _, id := range b.fates[b.head:] {
+		f, ok := b.done[id]
+		if !ok {
+			continue
+		}
+		dst = binary.LittleEndian.AppendUint64(dst, id)
+		dst = append(dst, byte(f.state))
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(f.ts))
+		dst = binary.LittleEndian.AppendUint64(dst, f.by)
 	}
 	slots := make([]uint64, 0, len(b.closed))
 	for s := range b.closed {
@@ -415,47 +430,55 @@ func decodePendingBook(val []byte, keep fateRetention, maxSlot, maxID uint64) (*
 		return nil, err
 	}
 	b := newPendingBook(keep)
-	if len(d) < 4 {
-		return nil, errBook
+	count := func(recLen uint64) (uint64, error) {
+		if len(d) < 4 {
+			return 0, fmt.Errorf("%w: truncated", errBook)
+		}
+		n := uint64(binary.LittleEndian.Uint32(d))
+		d = d[4:]
+		if uint64(len(d)) < n*recLen {
+			return 0, fmt.Errorf("%w: %d records in %d bytes", errBook, n, len(d))
+		}
+		return n, nil
 	}
-	n := uint64(binary.LittleEndian.Uint32(d))
-	d = d[4:]
-	if uint64(len(d)) < n*pendingRecLen {
-		return nil, fmt.Errorf("%w: %d entries in %d bytes", errBook, n, len(d))
+	n, err := count(openRecLen)
+	if err != nil {
+		return nil, err
 	}
-	var fates []pendingXfer
 	for range n {
 		var v [8]uint64
 		for i := range v {
 			v[i] = binary.LittleEndian.Uint64(d[8*i:])
 		}
 		p := pendingXfer{id: v[0], debit: v[1], credit: v[2], dslot: v[3], cslot: v[4], amount: v[5], expires: int64(v[6]), userData: v[7],
-			ledger: binary.LittleEndian.Uint32(d[64:]), code: binary.LittleEndian.Uint16(d[68:]), flags: TransferFlags(binary.LittleEndian.Uint16(d[70:])),
-			state: pendingState(d[72]), resolvedTs: int64(binary.LittleEndian.Uint64(d[73:])), resolvedID: binary.LittleEndian.Uint64(d[81:])}
-		d = d[pendingRecLen:]
+			ledger: binary.LittleEndian.Uint32(d[64:]), code: binary.LittleEndian.Uint16(d[68:]), flags: TransferFlags(binary.LittleEndian.Uint16(d[70:]))}
+		d = d[openRecLen:]
 		if _, dup := b.m[p.id]; dup || p.id == 0 || p.id > maxID || p.dslot >= maxSlot || p.cslot >= maxSlot || p.amount > maxColumn ||
-			p.state < pendingOpen || p.state > pendingExpired || p.flags&Pending == 0 || !p.flags.valid() || (p.state != pendingOpen && p.resolvedID > maxID) {
-			return nil, fmt.Errorf("%w: entry %d", errBook, p.id)
+			p.flags&Pending == 0 || !p.flags.valid() {
+			return nil, fmt.Errorf("%w: pending transfer %d", errBook, p.id)
 		}
-		if p.state == pendingOpen {
-			b.add(p)
-			continue
-		}
-		b.m[p.id] = p
-		fates = append(fates, p)
+		b.add(p)
 	}
-	slices.SortFunc(fates, func(a, b pendingXfer) int { return cmp.Compare(a.resolvedID, b.resolvedID) })
-	for _, p := range fates {
-		b.fates = append(b.fates, p.id)
+	if n, err = count(fateRecLen); err != nil {
+		return nil, err
+	}
+	for range n {
+		id, f := binary.LittleEndian.Uint64(d), fate{state: pendingState(d[8]), ts: int64(binary.LittleEndian.Uint64(d[9:])), by: binary.LittleEndian.Uint64(d[17:])}
+		d = d[fateRecLen:]
+		_, open := b.m[id]
+		_, dup := b.done[id]
+		if open || dup || id == 0 || id > maxID || f.by > maxID || f.state < pendingPosted || f.state > pendingExpired {
+			return nil, fmt.Errorf("%w: resolved pending transfer %d", errBook, id)
+		}
+		b.done[id] = f
+		b.fates = append(b.fates, id)
 	}
 	clear(b.closed) // as the snapshot says
-	if len(d) < 4 {
-		return nil, errBook
+	if n, err = count(16); err != nil {
+		return nil, err
 	}
-	n = uint64(binary.LittleEndian.Uint32(d))
-	d = d[4:]
 	if uint64(len(d)) != n*16 {
-		return nil, fmt.Errorf("%w: %d closed accounts in %d bytes", errBook, n, len(d))
+		return nil, fmt.Errorf("%w: %d trailing bytes", errBook, uint64(len(d))-n*16)
 	}
 	for i := range n {
 		s, id := binary.LittleEndian.Uint64(d[16*i:]), binary.LittleEndian.Uint64(d[16*i+8:])
@@ -470,15 +493,11 @@ func decodePendingBook(val []byte, keep fateRetention, maxSlot, maxID uint64) (*
 // clone returns a copy of b (the Snapshotter's, from recovery's).
 func (b *pendingBook) clone() *pendingBook {
 	c := newPendingBook(b.keep)
-	for id, p := range b.m {
-		c.m[id] = p
-	}
+	maps.Copy(c.m, b.m)
+	maps.Copy(c.done, b.done)
+	maps.Copy(c.closed, b.closed)
 	c.exp = slices.Clone(b.exp)
 	c.fates = slices.Clone(b.fates[b.head:])
-	for s, id := range b.closed {
-		c.closed[s] = id
-	}
-	c.open = b.open
 	return c
 }
 

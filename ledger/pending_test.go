@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/stretchr/testify/require"
 )
 
@@ -194,4 +195,51 @@ func TestBalancingAndClosing(t *testing.T) {
 	require.NoError(t, l.Close())
 	_, err = verifyDir(nil, cfg.Dir)
 	require.NoError(t, err)
+}
+
+// TestVerifyFindsPendingMismatch: a snapshot whose pending book lacks an
+// open pending transfer (its columns still hold it) is found by verify and
+// refused by Open, naming the account.
+func TestVerifyFindsPendingMismatch(t *testing.T) {
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALRetention: -1}
+	l, err := Open(cfg)
+	require.NoError(t, err)
+	res := submitAll(t, l, CreateAccount{ID: 1, Ledger: 1}, CreateAccount{ID: 2, Ledger: 1}, Transfer{From: 1, To: 2, Amount: 5, Flags: Pending})
+	require.Equal(t, OK, res[2].Fail)
+	require.NoError(t, l.Close())
+	withDB(t, cfg.Dir, func(db *pebble.DB) {
+		c := cfg
+		c, err := c.withDefaults()
+		require.NoError(t, err)
+		r, err := recoverState(db, &c)
+		require.NoError(t, err)
+		r.book.unadd(r.book.m[uint64(res[2].ID)])
+		_, err = writeSnapshot(db, &c, &snapshotData{txID: r.last, refs: r.refs, accounts: r.accts.n, book: r.book.encode()}, r.bal, func() uint64 { return r.last }, nil, nil)
+		require.NoError(t, err)
+	})
+	rep, err := verifyDir(nil, cfg.Dir)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.NotEmpty(t, rep.Findings)
+	require.Contains(t, rep.Findings[len(rep.Findings)-1].Reason, "account 1 holds debits_pending 5 and credits_pending 0, its open pending transfers 0 and 0")
+	_, err = Open(cfg)
+	require.ErrorIs(t, err, ErrCorrupt)
+}
+
+// TestClosingInsideAChain: an account created by a chain and closed by a
+// closing transfer of the same chain takes no transfer after it in the
+// chain (the chain then fails whole) or after the chain applied.
+func TestClosingInsideAChain(t *testing.T) {
+	l, err := Open(Config{Dir: t.TempDir(), MaxAccounts: 16, SnapshotEvery: -1})
+	require.NoError(t, err)
+	defer l.Close()
+	res := submitAll(t, l, CreateAccount{ID: 1, Ledger: 1},
+		CreateAccount{ID: 2, Ledger: 1, Linked: true}, Transfer{From: 2, To: 1, Flags: Pending | ClosingDebit, Linked: true}, Transfer{From: 2, To: 1, Amount: 1})
+	require.Equal(t, []FailReason{OK, LinkedEventFailed, LinkedEventFailed, DebitAccountAlreadyClosed}, fails(res))
+	res = submitAll(t, l, CreateAccount{ID: 2, Ledger: 1, Linked: true}, Transfer{From: 2, To: 1, Flags: Pending | ClosingDebit},
+		Transfer{From: 2, To: 1, Amount: 1}, Deposit{Account: 2, Amount: 1})
+	require.Equal(t, []FailReason{OK, OK, DebitAccountAlreadyClosed, CreditAccountAlreadyClosed}, fails(res))
+	require.Equal(t, Closed, lookup(t, l, 2).Flags)
+	res = submitAll(t, l, Transfer{Flags: VoidPendingTransfer, PendingID: res[1].ID}, Deposit{Account: 2, Amount: 1})
+	require.Equal(t, []FailReason{OK, OK}, fails(res))
+	require.Equal(t, AccountFlags(0), lookup(t, l, 2).Flags)
 }

@@ -33,6 +33,13 @@ type recovered struct {
 	// (snapshot, snapEnd], every cell an entry touched: its chunk value,
 	// and whether that value was one of the cell's values in the window.
 	win map[uint64]winAcct
+	// The history index's writer, once Open brought it to last
+	// (historyrecovery.go), and what that took.
+	ix      *indexWriter
+	ixCatch catchUpStats
+	// walFloor: a follower keeps its WAL from this transaction on, for
+	// the history index to catch up from when it leads (0: no floor).
+	walFloor uint64
 }
 
 type winAcct struct {

@@ -217,14 +217,6 @@ type recExtra struct {
 	exp     []cellEntry
 }
 
-// expiryEntries returns the release entries of the expiry scan before r.
-func (r *txRecord) expiryEntries() []cellEntry {
-	if r.extra == nil {
-		return nil
-	}
-	return r.extra.exp
-}
-
 func (r *txRecord) entries() []cellEntry {
 	if r.extra != nil && r.extra.entries != nil {
 		return r.extra.entries

@@ -493,6 +493,11 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 	var op bookOp
 	acctBatch := l.db.NewBatch() // the account records of a batch's creations
 	defer acctBatch.Close()
+	ix := l.ix // the history and query indexes, if kept (historyindex.go)
+	var cells cellSource = liveCells(l.readable)
+	if ix != nil {
+		defer ix.b.Close()
+	}
 	for {
 		recs := l.toSnap.PeekN(snapshotterRun)
 		if len(recs) == 0 {
@@ -534,6 +539,12 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 					return
 				}
 			}
+			if ix != nil && (ix.nHist != 0 || r.kind == KindCreateAccount) {
+				if err := ix.history(recs, i, cells); err != nil {
+					l.fail(err)
+					return
+				}
+			}
 			if r.kind == KindCreateAccount && r.fail == OK {
 				acctBatch.Set(idKey(prefixAccount, accounts), encodeAccountRecord(r.account()), nil)
 				accounts++
@@ -560,6 +571,14 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 				l.fail(err)
 				return
 			}
+		}
+		// Before Snapshot: a read that loads the index sees these keys.
+		if ix != nil {
+			if err := ix.apply(recs, false); err != nil {
+				l.fail(err)
+				return
+			}
+			l.indexed.Store(last)
 		}
 		applied, appliedTs = last, recs[len(recs)-1].ts
 		l.visible.Store(accounts) // before Snapshot: a reader seeing the index sees the accounts
@@ -613,8 +632,14 @@ func (l *Ledger) runPersister() {
 		}
 		buf, err = writeSnapshot(l.db, &l.cfg, s, l.readable, l.applying.Load, hook, buf)
 		if err == nil && l.cfg.WALRetention >= 0 && s.txID > uint64(l.cfg.WALRetention) {
-			// Whole segments below the snapshot minus the retention go.
-			_, err = l.wal.RemoveBelow(s.txID - uint64(l.cfg.WALRetention) + 1)
+			// Whole segments below the snapshot minus the retention go,
+			// and on a follower none the history index will catch up
+			// from when it leads (its Apply does not index).
+			keep := s.txID - uint64(l.cfg.WALRetention) + 1
+			if f := l.rep.walFloor; f != 0 {
+				keep = min(keep, f)
+			}
+			_, err = l.wal.RemoveBelow(keep)
 		}
 		// As of the snapshot's transaction: whatever it finds expired is
 		// expired for every transaction the Transactor executes later.

@@ -114,9 +114,8 @@ func prepareTransfer(o *Transfer, r *request) error {
 }
 
 // The fields a Transfer request packs in meta.
-func (r *request) ledger() uint32                { return uint32(r.meta) }
-func (r *request) code() uint16                  { return uint16(r.meta >> 32) }
-func (r *request) tflags() TransferFlags         { return TransferFlags(r.meta >> 48) }
-func (r *request) pendingID() uint64             { return r.aux }
-func (r *request) timeout() uint32               { return uint32(r.aux) }
-func (f TransferFlags) has(g TransferFlags) bool { return f&g != 0 }
+func (r *request) ledger() uint32        { return uint32(r.meta) }
+func (r *request) code() uint16          { return uint16(r.meta >> 32) }
+func (r *request) tflags() TransferFlags { return TransferFlags(r.meta >> 48) }
+func (r *request) pendingID() uint64     { return r.aux }
+func (r *request) timeout() uint32       { return uint32(r.aux) }

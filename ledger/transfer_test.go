@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"testing"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lanework/lanework/ledger/internal/offline"
@@ -151,4 +152,12 @@ func TestBatchDecodesFormat4Transfer(t *testing.T) {
 	want := rec.result()
 	want.Ledger, want.Code, want.UserData = 0, 0, 0
 	require.Equal(t, want, got[0])
+}
+
+// TestRingSlotSizes: the Sequencer ring copies each request twice and the
+// WAL and Snapshotter rings each record: a transfer's fields did not make
+// them larger (request 96 bytes as before, record 136 against 144).
+func TestRingSlotSizes(t *testing.T) {
+	require.Equal(t, uintptr(96), unsafe.Sizeof(request{}))
+	require.Equal(t, uintptr(136), unsafe.Sizeof(txRecord{}))
 }

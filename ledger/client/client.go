@@ -193,6 +193,11 @@ func hello(nc net.Conn, token string) error {
 // do sends one request on the next pooled connection and waits for its
 // answer. A request is written at most once.
 func (c *Client) do(ctx context.Context, want wire.Type, encode func(e *wire.Encoder, id uint64)) (*call, error) {
+	return c.doCall(ctx, &call{want: want}, encode)
+}
+
+// doCall is do for a prepared call.
+func (c *Client) doCall(ctx context.Context, cl *call, encode func(e *wire.Encoder, id uint64)) (*call, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -204,7 +209,7 @@ func (c *Client) do(ctx context.Context, want wire.Type, encode func(e *wire.Enc
 	if err != nil {
 		return nil, err
 	}
-	cl := &call{want: want, done: make(chan struct{})}
+	cl.done = make(chan struct{})
 	id, err := p.start(cl)
 	if err != nil {
 		return nil, c.mapErr(err)

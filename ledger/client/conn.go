@@ -25,6 +25,8 @@ type call struct {
 	results     []ledger.Result // TypeSubmitted of a waited batch
 	level       ledger.Level
 	idx         ledger.Indexes
+	// read decodes the answer of a read (read.go), on the reader.
+	read func(dec *wire.Decoder, body []byte) error
 }
 
 // pconn is one pipelined connection.
@@ -228,6 +230,10 @@ func decodeInto(dec *wire.Decoder, t wire.Type, body []byte, c *call) error {
 		c.idx, err = dec.IndexesAre(body)
 	case wire.TypeSnapshotTaken:
 		c.first, err = dec.SnapshotTaken(body)
+	default:
+		if c.read != nil {
+			err = c.read(dec, body)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", errProtocol, err)

@@ -431,6 +431,8 @@ func (c *conn) handle(h wire.Header, body []byte, dec *wire.Decoder, req *wire.R
 			}
 			c.reply(response{typ: wire.TypeSnapshotTaken, id: h.ID, first: tx})
 		})
+	default: // the reads (read.go)
+		c.readIndex(h.ID, h.Type, req.Read)
 	}
 }
 

@@ -47,9 +47,9 @@ func TestDashboardBrowser(t *testing.T) {
 	f := startServerWith(t, Config{Tokens: testTokens}, false)
 	u := f.httpURL()
 
-	// Create accounts 1 and 2 (txs 1 and 2) and fund 1 (tx 3) before the
-	// page opens.
-	_, _, err := f.l.SubmitBatch([]ledger.Op{ledger.CreateAccount{ID: 1, Ledger: 1}, ledger.CreateAccount{ID: 2, Ledger: 1}})
+	// Create accounts 1 and 2 (txs 1 and 2; 2 keeps history) and fund 1
+	// (tx 3) before the page opens.
+	_, _, err := f.l.SubmitBatch([]ledger.Op{ledger.CreateAccount{ID: 1, Ledger: 1}, ledger.CreateAccount{ID: 2, Ledger: 1, Flags: ledger.History}})
 	require.NoError(t, err)
 	_, err = f.l.SubmitAndWait(context.Background(), ledger.Deposit{Account: 1, Amount: 100}, ledger.Committed)
 	require.NoError(t, err)
@@ -135,6 +135,16 @@ func TestDashboardBrowser(t *testing.T) {
 	wait("the committed index to advance", `document.getElementById("idx-committed").textContent === "4"`)
 	wait("account 2's new balance", `document.getElementById("balance-out").dataset.balance === "40"`)
 	require.Equal(t, "account 2: balance 40", text("balance-out"))
+
+	// Account 2's history: the transfer, newest first, with the balance
+	// after it; account 1 keeps none.
+	do(chromedp.SendKeys(chromedp.CSS("#recent-account"), "2"), chromedp.Click(chromedp.CSS("#recent-form button")))
+	wait("account 2's recent transfers", `Number(document.getElementById("recent-out").dataset.asOf) >= 4`)
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll("#recent tbody tr")).map(r => Array.from(r.children).map(c => c.textContent).join("|")).join("\n")`))
+	require.NoError(t, err)
+	require.Equal(t, "4|transfer|+40|40", rows)
+	do(chromedp.SetValue(chromedp.CSS("#recent-account"), "1"), chromedp.Click(chromedp.CSS("#recent-form button")))
+	wait("account 1's refusal", `document.getElementById("recent-out").textContent.includes("history flag")`)
 
 	do(chromedp.SendKeys(chromedp.CSS("#tx-id"), "4"), chromedp.Click(chromedp.CSS("#tx-form button")))
 	wait("transaction 4", `document.getElementById("tx-out").textContent.includes("tx 4 transfer: ok")`)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/wire"
 )
 
 // failTable is one batch whose ops fail with every reason a transaction can
@@ -250,4 +251,44 @@ func TestPendingExpiredOnEveryProtocol(t *testing.T) {
 	a, err := f.l.Lookup(1)
 	require.NoError(t, err)
 	require.Zero(t, a.DebitsPending)
+}
+
+// TestTransferInputErrorsOnEveryProtocol: a transfer's flags, pending_id
+// and timeout are refused at submit with their own code, in process, over
+// HTTP (400, the code and the op's index) and over the binary protocol (an
+// *InputError wrapping the sentinel); a flag name JSON does not know names
+// the field.
+func TestTransferInputErrorsOnEveryProtocol(t *testing.T) {
+	ctx := context.Background()
+	f := startServerWith(t, Config{}, false)
+	c := f.dial(t)
+	for _, tc := range []struct {
+		op   ledger.Transfer
+		json string
+		err  error
+		code wire.Code
+	}{
+		{ledger.Transfer{From: 1, To: 2, Amount: 1, Flags: ledger.Pending | ledger.VoidPendingTransfer, PendingID: 3},
+			`{"type":"transfer","from":1,"to":2,"amount":1,"flags":["pending","void_pending_transfer"],"pending_id":3}`, ledger.ErrTransferFlags, wire.CodeTransferFlags},
+		{ledger.Transfer{Flags: ledger.PostPendingTransfer}, `{"type":"transfer","flags":["post_pending_transfer"]}`, ledger.ErrPendingID, wire.CodePendingID},
+		{ledger.Transfer{From: 1, To: 2, Amount: 1, Timeout: 5}, `{"type":"transfer","from":1,"to":2,"amount":1,"timeout":5}`, ledger.ErrTimeout, wire.CodeTimeout},
+	} {
+		ops := []ledger.Op{ledger.Deposit{Account: 1, Amount: 1}, tc.op}
+		_, _, err := f.l.SubmitBatch(ops)
+		var ie *ledger.InputError
+		require.ErrorAs(t, err, &ie, "library")
+		require.ErrorIs(t, err, tc.err, "library")
+		require.Equal(t, 1, ie.Index)
+		_, err = c.SubmitBatchResults(ctx, ops, ledger.Committed)
+		require.ErrorAs(t, err, &ie, "msgpack")
+		require.ErrorIs(t, err, tc.err, "msgpack")
+		require.Equal(t, 1, ie.Index)
+		code, out := httpDo(t, "POST", f.httpURL()+"/v1/ops", `[{"type":"deposit","account":1,"amount":1},`+tc.json+`]`)
+		require.Equal(t, http.StatusBadRequest, code, tc.json)
+		require.Equal(t, float64(tc.code), out["code"], tc.json)
+		require.Equal(t, float64(1), out["index"], tc.json)
+	}
+	code, out := httpDo(t, "POST", f.httpURL()+"/v1/ops", `{"type":"transfer","from":1,"to":2,"amount":1,"flags":["pendng"]}`)
+	require.Equal(t, http.StatusBadRequest, code)
+	require.Contains(t, out["error"], `op.flags (transfer): unknown flag "pendng"`)
 }

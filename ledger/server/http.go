@@ -27,6 +27,14 @@ import (
 //	GET  /v1/status                  what the dashboard draws (dashboard.go)
 //	GET  /, /dashboard/              the dashboard's static page, served without a token
 //	POST /v1/snapshot                write a snapshot now; {"tx_id":..} once it is durable
+//	GET  /v1/accounts/{id}/transfers ?limit=&debits=&credits=&timestamp_min=&timestamp_max=&reverse=&cursor=&wait_for=
+//	GET  /v1/accounts/{id}/balances  the same filter: the account's columns after each transfer
+//	GET  /v1/accounts/{id}/balance_at?tx=N   the columns after tx N
+//	POST /v1/query/transfers         {"limit":..,"ledger":..,"timestamp_min":..,...}; read_only suffices
+//	POST /v1/query/accounts          {"limit":..,"ledger":..,"code":..,"user_data_0":..,...}
+//	POST /v1/lookup/accounts         {"ids":[...]}
+//	POST /v1/lookup/transfers        {"ids":[...],"wait_for":N}
+//	                                 (read.go; every read answers "as_of", "through" and "committed")
 //	GET  /healthz                    200 "ok", or 503 once the ledger is closed or failed
 //	GET  /readyz                     200 "ready" once the server serves a recovered ledger, else 503
 //	GET  /metrics                    Prometheus exposition (client_golang)
@@ -43,6 +51,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/tx/{id}", s.handleTx)
 	mux.HandleFunc("GET /v1/indexes", s.handleIndexes)
 	mux.HandleFunc("POST /v1/snapshot", s.handleSnapshot)
+	s.readRoutes(mux) // read.go
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("GET /readyz", s.handleReady)
 	mux.Handle("GET /metrics", s.metricsHandler())
@@ -93,7 +102,7 @@ func (s *Server) authorizeHTTP(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	need := ReadOnly
-	if r.Method == http.MethodPost || strings.HasPrefix(r.URL.Path, "/debug/") {
+	if r.Method == http.MethodPost && !isReadPost(r) || strings.HasPrefix(r.URL.Path, "/debug/") {
 		need = ReadWrite
 	}
 	reason := s.auth.AuthorizeHTTP(r, need)
@@ -133,8 +142,14 @@ func (s *Server) httpError(w http.ResponseWriter, err error) {
 		if we.Code == wire.CodeTooLarge {
 			status = http.StatusRequestEntityTooLarge
 		}
+	case we.Code == wire.CodeFilter || we.Code == wire.CodeNoHistory:
+		status = http.StatusBadRequest
 	case we.Code == wire.CodeNotFound || we.Code == wire.CodeAccountNotFound:
 		status = http.StatusNotFound
+	case we.Code == wire.CodeIndexOff:
+		status = http.StatusNotImplemented
+	case we.Code == wire.CodeNotCommitted:
+		status = http.StatusConflict
 	case we.Code == wire.CodeClosed || we.Code == wire.CodeFailed || we.Code == wire.CodeShutdown:
 		status = http.StatusServiceUnavailable
 	case we.Code == wire.CodeNotLeader:

@@ -18,9 +18,10 @@ type response struct {
 	bal         int64
 	level       ledger.Level
 	idx         ledger.Indexes
-	scope       Scope           // TypeWelcome
-	acct        ledger.Account  // TypeAccountIs
-	results     []ledger.Result // TypeSubmitted of a waited batch
+	scope       Scope                            // TypeWelcome
+	acct        ledger.Account                   // TypeAccountIs
+	results     []ledger.Result                  // TypeSubmitted of a waited batch
+	enc         func(e *wire.Encoder, id uint64) // a read's answer (read.go)
 }
 
 // outQueue hands responses to the writer. It grows only as far as the
@@ -140,6 +141,10 @@ func (c *conn) flush(enc *wire.Encoder) bool {
 func encode(e *wire.Encoder, r *response) {
 	if r.err != nil {
 		e.Error(r.id, r.err)
+		return
+	}
+	if r.enc != nil {
+		r.enc(e, r.id)
 		return
 	}
 	switch r.typ {

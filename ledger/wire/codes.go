@@ -47,6 +47,11 @@ const (
 	CodeTransferFlags Code = 34
 	CodePendingID     Code = 35
 	CodeTimeout       Code = 36
+	// Reads of the history and query indexes.
+	CodeFilter       Code = 40 // a filter refused (ledger.FilterError): the message names the field
+	CodeNoHistory    Code = 41 // the account keeps no history (no history flag)
+	CodeIndexOff     Code = 42 // the ledger keeps no index (or is a follower)
+	CodeNotCommitted Code = 43 // a read as of a transaction not yet committed
 	// CodeNotLeader: the server serves a cluster replica that does not
 	// lead. The error's Message is the leader's address on this protocol,
 	// "" if unknown; a client asks it (ledger/client WithCluster does).
@@ -92,6 +97,10 @@ var codeErrs = map[Code]error{
 	CodeTransferFlags:   ledger.ErrTransferFlags,
 	CodePendingID:       ledger.ErrPendingID,
 	CodeTimeout:         ledger.ErrTimeout,
+	CodeFilter:          ledger.ErrFilter,
+	CodeNoHistory:       ledger.ErrNoHistory,
+	CodeIndexOff:        ledger.ErrIndexOff,
+	CodeNotCommitted:    ledger.ErrNotCommitted,
 	CodeNotLeader:       ledger.ErrNotLeader,
 }
 
@@ -114,7 +123,9 @@ var errCodes = []struct {
 	{ledger.ErrBatchSize, CodeBatchSize}, {ledger.ErrLevel, CodeLevel},
 	{ledger.ErrNotFound, CodeNotFound},
 	{ledger.ErrTransferFlags, CodeTransferFlags}, {ledger.ErrPendingID, CodePendingID}, {ledger.ErrTimeout, CodeTimeout},
-	{ledger.ErrNotFound, CodeNotFound}, {ledger.ErrNotLeader, CodeNotLeader},
+	{ledger.ErrFilter, CodeFilter}, {ledger.ErrNoHistory, CodeNoHistory},
+	{ledger.ErrIndexOff, CodeIndexOff}, {ledger.ErrNotCommitted, CodeNotCommitted},
+	{ledger.ErrNotLeader, CodeNotLeader},
 }
 
 var codeNames = map[Code]string{
@@ -126,6 +137,7 @@ var codeNames = map[Code]string{
 	CodeSameAccount: "same_account", CodeNoLegs: "no_legs", CodeTooManyLegs: "too_many_legs",
 	CodeFlags: "flags", CodeBatchSize: "batch_size", CodeLevel: "level", CodeNotFound: "not_found",
 	CodeTransferFlags: "transfer_flags", CodePendingID: "pending_id", CodeTimeout: "timeout",
+	CodeFilter: "bad_filter", CodeNoHistory: "no_history", CodeIndexOff: "index_off", CodeNotCommitted: "not_committed",
 	CodeNotLeader: "not_leader",
 }
 

@@ -22,7 +22,8 @@ type Request struct {
 	Op      ledger.Op   // owned by the caller
 	Tx      ledger.TxID
 	Account uint64
-	Token   []byte // valid until the Decoder's next call
+	Token   []byte      // valid until the Decoder's next call
+	Read    ReadRequest // the read types (read.go)
 }
 
 // Decoder decodes message bodies. It is not safe for concurrent use. To
@@ -354,7 +355,10 @@ func (d *Decoder) Request(t Type, body []byte, req *Request) error {
 			req.Token, err = d.token()
 		}
 	default:
-		return fmt.Errorf("%w: %v", ErrUnknownType, t)
+		if !isReadType(t) {
+			return fmt.Errorf("%w: %v", ErrUnknownType, t)
+		}
+		err = d.readRequest(t, &req.Read)
 	}
 	if err != nil {
 		return err

@@ -46,7 +46,7 @@ const (
 const respBit Type = 0x80
 
 // IsRequest reports whether t is a request type this version knows.
-func (t Type) IsRequest() bool { return t >= TypePing && t <= TypeLookup }
+func (t Type) IsRequest() bool { return t >= TypePing && t <= TypeLookup || isReadType(t) }
 
 var typeNames = map[Type]string{
 	TypePing: "ping", TypeSubmit: "submit", TypeSubmitWait: "submit_wait", TypeWait: "wait",

@@ -8,6 +8,7 @@ let token = "";
 let prev = null; // the previous status, for rates
 let timer = 0;
 let watched = null; // the account last looked up, refreshed as commits land
+let recentWatched = null; // the account whose recent transfers are shown, likewise
 const tput = [], lat = [];
 
 const $ = (id) => document.getElementById(id);
@@ -147,7 +148,10 @@ function render(s) {
   setText("conns", s.server.conns + ", " + s.server.http_conns);
   renderStages(s, prev ? (s.time_ms - prev.time_ms) / 1000 : 0);
 
-  if (watched !== null && (!prev || prev.indexes.committed !== x.committed)) lookupBalance(watched);
+  if (!prev || prev.indexes.committed !== x.committed) {
+    if (watched !== null) lookupBalance(watched);
+    if (recentWatched !== null) recentTransfers(recentWatched);
+  }
   prev = s;
 }
 
@@ -180,6 +184,43 @@ async function lookupBalance(id) {
   } catch (e) {
     showError(out, "account " + id + ": " + e.message);
     delete out.dataset.balance;
+  }
+}
+
+// recentTransfers shows the account's ten newest transfers from its
+// history (GET /v1/accounts/{id}/transfers), each with its change to the
+// account's posted balance and the balance after it.
+async function recentTransfers(id) {
+  const out = $("recent-out"), body = $("recent").tBodies[0];
+  try {
+    // Ask the account first: one without history is told so without a
+    // refused request (which the browser would log as an error).
+    const a = await api("GET", "/v1/accounts/" + id);
+    if (!a.flags.includes("history")) throw new Error("keeps no history (created without the history flag)");
+    const p = await api("GET", "/v1/accounts/" + id + "/transfers?limit=10&debits=true&credits=true&reverse=true");
+    body.replaceChildren();
+    for (const t of p.transfers) {
+      let delta = 0;
+      for (const e of t.entries) {
+        if (e.account !== id) continue;
+        if (e.column === "credits_posted") delta += e.delta;
+        if (e.column === "debits_posted") delta -= e.delta;
+      }
+      const tr = document.createElement("tr");
+      for (const v of [String(t.id), t.kind, (delta >= 0 ? "+" : "") + fmt(delta), fmt(t.balance.credits_posted - t.balance.debits_posted)]) {
+        const td = document.createElement(tr.children.length === 0 ? "th" : "td");
+        if (tr.children.length === 0) td.scope = "row";
+        td.textContent = v;
+        tr.append(td);
+      }
+      body.append(tr);
+    }
+    showOut(out, "account " + id + ": " + p.transfers.length + " shown, as of tx " + fmt(p.as_of) + " (committed " + fmt(p.committed) + ")");
+    out.dataset.asOf = String(p.as_of);
+  } catch (e) {
+    body.replaceChildren();
+    showError(out, "account " + id + ": " + e.message);
+    delete out.dataset.asOf;
   }
 }
 
@@ -218,6 +259,10 @@ function init() {
   $("balance-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     try { watched = uint("balance-account"); lookupBalance(watched); } catch (e) { showError($("balance-out"), e.message); }
+  });
+  $("recent-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    try { recentWatched = uint("recent-account"); recentTransfers(recentWatched); } catch (e) { showError($("recent-out"), e.message); }
   });
   $("tx-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();

@@ -60,7 +60,7 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 // process: errors carry their exit status (see exitCode).
 func newApp(stdout, stderr io.Writer) *cli.App {
 	cmds := []*cli.Command{serveCommand(), accountCommand(), depositCommand(), withdrawCommand(), transferCommand(),
-		balanceCommand(), txCommand(), indexesCommand(), snapshotCommand(), benchCommand(), verifyCommand(), dumpCommand(), recoverCommand(), clusterCommand()}
+		balanceCommand(), txCommand(), indexesCommand(), snapshotCommand(), historyCommand(), queryCommand(), benchCommand(), verifyCommand(), dumpCommand(), recoverCommand(), clusterCommand()}
 	for _, c := range cmds {
 		c.OnUsageError = onUsageError
 	}

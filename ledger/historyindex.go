@@ -1,0 +1,617 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// The history and query indexes. The Snapshotter writes them, after it has
+// applied a batch and before it stores the Snapshot index, as one unsynced
+// pebble batch: a read that loads the Snapshot index (the index's AsOf)
+// sees every key of every transaction up to it. Nothing is synced for them;
+// the "I" key in each batch says how far they reach, pebble keeps a prefix
+// of its unsynced batches across a crash, and Open replays the WAL after
+// that point into them (catchUpIndex) or cuts what a torn tail took away
+// (cutIndex). Keys (ids big-endian, so that byte order is id order):
+//
+//	"T" + first tx id               block: up to blockMax consecutive transactions, all kinds and
+//	                                outcomes, as one WAL batch encoding plus the offset of each
+//	"t" + last ts + first tx id     finds blocks by timestamp (the value: an empty sealed record)
+//	"P" + field + value + first tx  posting: which transfers of block first have field = value
+//	                                (bitmap); fields ledger, and a transfer's non-zero code, user_data
+//	"H" + account id + tx id        history record of an account with the History flag: its four
+//	                                columns after tx, and tx itself (one WAL batch of it)
+//	"p" + field + value + slot      account posting: the account in slot has field = value; the
+//	                                value holds its creation tx and timestamp
+//	"I"                             index state: first and last transaction indexed
+//
+// A posting value is 16 bytes (a u32 ledger or u16 code big-endian in the
+// last bytes, a user_data as two u64), so every field's keys sort by value,
+// then by id.
+const (
+	prefixBlock       = 'T'
+	prefixBlockTime   = 't'
+	prefixTxPosting   = 'P'
+	prefixHistory     = 'H'
+	prefixAcctPosting = 'p'
+	prefixIndexState  = 'I'
+)
+
+var indexStateKey = []byte{prefixIndexState}
+
+// blockMax bounds the transactions of a block: a lookup decodes one
+// transaction of it, but checks the whole block's checksum.
+const blockMax = 256
+
+// Posting fields. fieldAll holds every account (a query without an equality
+// field walks it); transfers have no fieldAll: their blocks are that list.
+const (
+	fieldAll byte = iota
+	fieldLedger
+	fieldCode
+	fieldUserData
+)
+
+// History record kinds (the byte after the checksum).
+const (
+	histTransfer byte = iota
+	// histOpening: the account's columns when the index started on a
+	// ledger that already held transactions; no transfer.
+	histOpening
+)
+
+// History record side bits: how the transaction moved the account.
+const (
+	sideDebit  = 1
+	sideCredit = 2
+)
+
+const (
+	histHeaderLen = 4 + 1 + 1 + 4*8 // CRC, kind, side, columns
+	postingKeyLen = 1 + 1 + 16 + 8
+)
+
+// indexWriter builds the index keys of applied transactions into one
+// pebble batch; flush commits it. It belongs to the Snapshotter (or to
+// Open, before the pipeline starts).
+type indexWriter struct {
+	db    *pebble.DB
+	accts *accountTable
+	hist  []uint64 // bit per slot: the account has the History flag
+	b     *pebble.Batch
+	from  uint64 // first transaction the index holds
+	last  uint64 // last transaction in b or before
+	hpend []histPending
+	nHist int     // accounts with the History flag
+	raw   []byte  // the encodings of the transactions being indexed
+	txs   []rawTx // each one's in raw
+	val   []byte
+	pval  []byte
+	posts []blockPosting
+	// lastPost is, per field, the index in posts of the value posted last.
+	lastPost [4]int
+	key      [postingKeyLen]byte
+	// ledger is the one ledger of every account so far (0: none yet), and
+	// mixed says there are several: until then a transfer's ledger needs
+	// no look at its accounts.
+	ledger uint32
+	mixed  bool
+	// For Stats.
+	written atomic.Uint64 // transactions indexed since Open (catch-up included)
+}
+
+// blockPosting is one field value's bitmap of a block being written.
+type blockPosting struct {
+	field byte
+	value uint64 // transfers' fields fit 64 bits
+	bits  [blockMax / 64]uint64
+}
+
+// cellSource gives the value of a cell after the transaction being indexed.
+type cellSource interface{ load(cell uint64) int64 }
+
+// liveCells are the readable balances: the Snapshotter has just stored the
+// transaction's entries.
+type liveCells []atomic.Int64
+
+func (c liveCells) load(i uint64) int64 { return c[i].Load() }
+
+func newIndexWriter(db *pebble.DB, accts *accountTable, maxAccounts uint64) *indexWriter {
+	ix := &indexWriter{db: db, accts: accts, hist: make([]uint64, (maxAccounts+63)/64), b: db.NewBatch()}
+	for s := uint64(1); s < accts.n; s++ {
+		if accts.meta[s].flags&History != 0 {
+			ix.hist[s/64] |= 1 << (s % 64)
+			ix.nHist++
+		}
+		ix.sawLedger(accts.meta[s].ledger)
+	}
+	return ix
+}
+
+func (ix *indexWriter) sawLedger(l uint32) {
+	if ix.ledger == 0 {
+		ix.ledger = l
+	} else if l != ix.ledger {
+		ix.mixed = true
+	}
+}
+
+// oneLedger reports whether every account is in one ledger.
+func (ix *indexWriter) oneLedger() bool { return !ix.mixed }
+
+func (ix *indexWriter) hasHistory(slot uint64) bool { return ix.hist[slot/64]&(1<<(slot%64)) != 0 }
+
+// history adds the keys of recs[i] that are not per block: the history
+// records of its accounts with the History flag (cells holds their values
+// after it), or the postings of the account it created.
+func (ix *indexWriter) history(recs []txRecord, i int, cells cellSource) error {
+	r := &recs[i]
+	if r.fail != OK || ix.nHist == 0 && r.kind != KindCreateAccount {
+		return nil
+	}
+	if r.kind == KindCreateAccount {
+		m := r.account()
+		s, ok := ix.accts.slot(m.id)
+		if !ok {
+			return fmt.Errorf("ledger: index: account %d of tx %d not in the table", m.id, r.id)
+		}
+		if m.flags&History != 0 && !ix.hasHistory(s) {
+			ix.hist[s/64] |= 1 << (s % 64)
+			ix.nHist++
+		}
+		ix.sawLedger(m.ledger)
+		return ix.accountPostings(s, m, r.id, r.ts)
+	}
+	es := r.entries()
+	for j := range es {
+		s := uint64(es[j].cell) / cellsPerAccount
+		if !ix.hasHistory(s) || seenSlot(es[:j], s) {
+			continue
+		}
+		side := byte(0)
+		for k := j; k < len(es); k++ {
+			if uint64(es[k].cell)/cellsPerAccount != s {
+				continue
+			}
+			if es[k].col == DebitsPosted || es[k].col == DebitsPending {
+				side |= sideDebit
+			} else {
+				side |= sideCredit
+			}
+		}
+		h := histPending{rec: i, account: es[j].acct, side: side}
+		for c := range numColumns {
+			h.cols[c] = cells.load(cell(s, c))
+		}
+		ix.hpend = append(ix.hpend, h)
+	}
+	return nil
+}
+
+// histPending is a history record to write once the transaction's
+// encoding is at hand (apply).
+type histPending struct {
+	rec     int // index in the batch's records
+	account uint64
+	side    byte
+	cols    [numColumns]int64
+}
+
+// writeHistory adds the pending history records of recs to the batch.
+func (ix *indexWriter) writeHistory(recs []txRecord) error {
+	for _, h := range ix.hpend {
+		r := &recs[h.rec]
+		v := append(ix.val[:0], 0, 0, 0, 0, histTransfer, h.side)
+		for _, c := range h.cols {
+			v = binary.LittleEndian.AppendUint64(v, uint64(c))
+		}
+		v, _ = encodeBatch(v, recs[h.rec:h.rec+1], math.MaxInt) // a batch of the one transaction
+		sealInPlace(v)
+		ix.val = v
+		if err := ix.b.Set(historyKey(ix.key[:0], h.account, r.id), v, nil); err != nil {
+			return err
+		}
+	}
+	ix.hpend = ix.hpend[:0]
+	return nil
+}
+
+// seenSlot reports whether an entry of es is on slot s.
+func seenSlot(es []cellEntry, s uint64) bool {
+	for i := range es {
+		if uint64(es[i].cell)/cellsPerAccount == s {
+			return true
+		}
+	}
+	return false
+}
+
+func appendHistHeader(dst []byte, kind, side byte, cells cellSource, slot uint64) []byte {
+	dst = append(dst, 0, 0, 0, 0, kind, side)
+	for c := range numColumns {
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(cells.load(cell(slot, c))))
+	}
+	return dst
+}
+
+// sealInPlace writes the CRC32C of b[4:] into b[:4].
+func sealInPlace(b []byte) {
+	binary.LittleEndian.PutUint32(b, crc32.Checksum(b[4:], castagnoli))
+}
+
+func historyKey(dst []byte, account, tx uint64) []byte {
+	dst = append(dst, prefixHistory)
+	dst = binary.BigEndian.AppendUint64(dst, account)
+	return binary.BigEndian.AppendUint64(dst, tx)
+}
+
+func postingKey(dst []byte, prefix, field byte, value *[16]byte, id uint64) []byte {
+	dst = append(dst, prefix, field)
+	dst = append(dst, value[:]...)
+	return binary.BigEndian.AppendUint64(dst, id)
+}
+
+func u32Value(v uint32) (b [16]byte) {
+	binary.BigEndian.PutUint32(b[12:], v)
+	return b
+}
+
+func u16Value(v uint16) (b [16]byte) {
+	binary.BigEndian.PutUint16(b[14:], v)
+	return b
+}
+
+func u64Value(v uint64) (b [16]byte) {
+	binary.BigEndian.PutUint64(b[8:], v)
+	return b
+}
+
+func userDataValue(u [2]uint64) (b [16]byte) {
+	binary.BigEndian.PutUint64(b[:], u[0])
+	binary.BigEndian.PutUint64(b[8:], u[1])
+	return b
+}
+
+// accountPostings writes the postings of the account created in slot s.
+func (ix *indexWriter) accountPostings(s uint64, m acctMeta, tx uint64, ts int64) error {
+	v := make([]byte, 4, 20)
+	v = binary.LittleEndian.AppendUint64(v, tx)
+	v = binary.LittleEndian.AppendUint64(v, uint64(ts))
+	sealInPlace(v)
+	for _, p := range [...]struct {
+		f byte
+		v [16]byte
+	}{{fieldAll, [16]byte{}}, {fieldLedger, u32Value(m.ledger)}, {fieldCode, u16Value(m.code)}, {fieldUserData, userDataValue(m.userData)}} {
+		if err := ix.b.Set(postingKey(ix.key[:0], prefixAcctPosting, p.f, &p.v, s), v, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ledgerOf is the ledger of a transaction that moved money: a transfer
+// carries it; for the others it is that of their first account that is
+// not the system account (the Transactor keeps every leg in one ledger).
+func (ix *indexWriter) ledgerOf(r *txRecord) uint32 {
+	if r.hasTransfer() {
+		return r.ledger
+	}
+	if !ix.mixed {
+		return ix.ledger
+	}
+	for _, e := range r.entries() {
+		if s := uint64(e.cell) / cellsPerAccount; s != 0 {
+			return ix.accts.meta[s].ledger
+		}
+	}
+	return 0
+}
+
+// isTransfer reports whether r moved money: what QueryTransfers returns.
+func isTransfer(r *txRecord) bool { return r.fail == OK && r.kind != KindCreateAccount }
+
+// rawTx locates one transaction's encoding in indexWriter.raw.
+type rawTx struct{ off, n uint32 }
+
+// blocks adds the blocks of recs, their time keys and postings, and the
+// index state, to the batch. A block is a WAL batch of its transactions:
+// encoded from the records, or, with raw, copied from their encodings in
+// ix.raw, ix.txs (Open's catch-up has them from the WAL) with the
+// timestamps rebased on the block's first and the batch checksum 0 (the
+// block's checksum covers it).
+func (ix *indexWriter) blocks(recs []txRecord, raw bool) error {
+	for off := 0; off < len(recs); {
+		n := min(blockMax, len(recs)-off)
+		first, base := recs[off].id, recs[off].ts
+		ix.posts = ix.posts[:0]
+		ix.lastPost = [4]int{-1, -1, -1, -1}
+		for j := range n {
+			r := &recs[off+j]
+			if d := r.ts - base; d < 0 || d > math.MaxUint32 {
+				n = j // the batch encoding's limit: a new block
+				break
+			}
+			if !isTransfer(r) {
+				continue
+			}
+			ix.post(fieldLedger, uint64(ix.ledgerOf(r)), uint(j))
+			// A zero code or user_data matches any in a query: never
+			// looked up, so not posted.
+			if r.hasTransfer() {
+				if r.code != 0 {
+					ix.post(fieldCode, uint64(r.code), uint(j))
+				}
+				if r.userData != 0 {
+					ix.post(fieldUserData, r.userData, uint(j))
+				}
+			}
+		}
+		blk := recs[off : off+n]
+		v := append(ix.val[:0], 0, 0, 0, 0)
+		v = binary.LittleEndian.AppendUint32(v, uint32(n))
+		v = binary.LittleEndian.AppendUint32(v, uint32(len(ix.posts)))
+		for i := range ix.posts {
+			pv := ix.posts[i].key()
+			v = append(v, ix.posts[i].field)
+			v = append(v, pv[:]...)
+		}
+		pos := uint32(batchHeaderLen)
+		for j := range blk {
+			v = binary.LittleEndian.AppendUint32(v, pos)
+			pos += uint32(blk[j].encodedLen())
+		}
+		if raw {
+			v = binary.LittleEndian.AppendUint32(v, 0)
+			v = binary.LittleEndian.AppendUint64(v, first)
+			v = binary.LittleEndian.AppendUint32(v, uint32(n))
+			v = binary.LittleEndian.AppendUint64(v, uint64(base))
+			for j, t := range ix.txs[off : off+n] {
+				at := len(v)
+				v = append(v, ix.raw[t.off:t.off+t.n]...)
+				binary.LittleEndian.PutUint32(v[at+4:], uint32(blk[j].ts-base))
+			}
+		} else {
+			v, _ = encodeBatch(v, blk, math.MaxInt)
+		}
+		sealInPlace(v)
+		ix.val = v
+		if err := ix.b.Set(idKey(prefixBlock, first), v, nil); err != nil {
+			return err
+		}
+		tk := append(ix.key[:0], prefixBlockTime)
+		tk = binary.BigEndian.AppendUint64(tk, tsKey(blk[n-1].ts))
+		tk = binary.BigEndian.AppendUint64(tk, first)
+		if err := ix.b.Set(tk, timeValue, nil); err != nil {
+			return err
+		}
+		for i := range ix.posts {
+			p := &ix.posts[i]
+			pv := p.key()
+			v := append(ix.pval[:0], 0, 0, 0, 0)
+			for _, w := range p.bits {
+				v = binary.LittleEndian.AppendUint64(v, w)
+			}
+			sealInPlace(v)
+			ix.pval = v
+			if err := ix.b.Set(postingKey(ix.key[:0], prefixTxPosting, p.field, &pv, first), v, nil); err != nil {
+				return err
+			}
+		}
+		off += n
+	}
+	ix.last = recs[len(recs)-1].id
+	return ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil)
+}
+
+// key is the posting's value as keys hold it.
+func (p *blockPosting) key() [16]byte {
+	if p.field == fieldLedger {
+		return u32Value(uint32(p.value))
+	}
+	if p.field == fieldCode {
+		return u16Value(uint16(p.value))
+	}
+	return u64Value(p.value)
+}
+
+// post sets transaction j of the block in field's posting of value.
+func (ix *indexWriter) post(field byte, value uint64, j uint) {
+	if i := ix.lastPost[field]; i >= 0 && ix.posts[i].value == value {
+		ix.posts[i].bits[j/64] |= 1 << (j % 64)
+		return
+	}
+	ix.postNew(field, value, j)
+}
+
+// postNew is post of a value other than the field's last.
+func (ix *indexWriter) postNew(field byte, value uint64, j uint) {
+	i := -1
+	for k := range ix.posts {
+		if ix.posts[k].field == field && ix.posts[k].value == value {
+			i = k
+			break
+		}
+	}
+	if i < 0 {
+		ix.posts = append(ix.posts, blockPosting{field: field, value: value})
+		i = len(ix.posts) - 1
+	}
+	ix.lastPost[field] = i
+	ix.posts[i].bits[j/64] |= 1 << (j % 64)
+}
+
+// timeValue is every time key's value: the key says it all, but no
+// stored record is empty or unchecked.
+var timeValue = sealRecord(nil)
+
+// tsKey orders int64 timestamps as unsigned big-endian keys.
+func tsKey(ts int64) uint64 { return uint64(ts) ^ 1<<63 }
+
+// commit writes the batch, unsynced.
+func (ix *indexWriter) commit() error {
+	if ix.b.Empty() {
+		return nil
+	}
+	err := ix.b.Commit(pebble.NoSync)
+	ix.b.Reset()
+	if err != nil {
+		return fmt.Errorf("ledger: write index: %w", err)
+	}
+	return nil
+}
+
+// apply indexes a batch the Snapshotter has applied: one pebble batch.
+// The history records were noted by history as each transaction was
+// applied. With raw, ix.raw and ix.txs hold the transactions' encodings.
+func (ix *indexWriter) apply(recs []txRecord, raw bool) error {
+	if err := ix.writeHistory(recs); err != nil {
+		return err
+	}
+	if err := ix.blocks(recs, raw); err != nil {
+		return err
+	}
+	if err := ix.commit(); err != nil {
+		return err
+	}
+	ix.written.Add(uint64(len(recs)))
+	return nil
+}
+
+func encodeIndexState(from, last uint64) []byte {
+	b := make([]byte, 4, 20)
+	b = binary.LittleEndian.AppendUint64(b, from)
+	b = binary.LittleEndian.AppendUint64(b, last)
+	sealInPlace(b)
+	return b
+}
+
+// readIndexState returns the index's first and last transaction, or
+// ok=false if the directory has no index state (never on, or off since).
+func readIndexState(db *pebble.DB) (from, last uint64, ok bool, err error) {
+	v, closer, err := db.Get(indexStateKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, 0, false, nil
+	}
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("ledger: read index state: %w", err)
+	}
+	defer closer.Close()
+	body, err := openRecord(v)
+	if err == nil && len(body) != 16 {
+		err = fmt.Errorf("%d-byte value", len(body))
+	}
+	if err != nil {
+		return 0, 0, false, &CorruptError{Key: clone(indexStateKey), Reason: "index state: " + err.Error()}
+	}
+	return binary.LittleEndian.Uint64(body), binary.LittleEndian.Uint64(body[8:]), true, nil
+}
+
+// block is a decoded block value.
+type block struct {
+	first uint64
+	count int
+	posts []byte // count x {field, value[16]}
+	offs  []byte // count x u32
+	batch []byte
+}
+
+func decodeBlock(k, v []byte) (block, error) {
+	first, ok := parseIDKey(prefixBlock, k)
+	if !ok {
+		return block{}, errors.New("malformed block key")
+	}
+	body, err := openRecord(v)
+	if err != nil {
+		return block{}, err
+	}
+	if len(body) < 8 {
+		return block{}, fmt.Errorf("%d-byte block", len(body))
+	}
+	n, np := int(binary.LittleEndian.Uint32(body)), int(binary.LittleEndian.Uint32(body[4:]))
+	body = body[8:]
+	if n < 1 || n > blockMax || np > 3*n || // ledger, code, user_data per transfer
+		len(body) < np*17+n*4+batchHeaderLen {
+		return block{}, fmt.Errorf("block of %d transactions, %d postings in %d bytes", n, np, len(body))
+	}
+	b := block{first: first, count: n, posts: body[:np*17], offs: body[np*17 : np*17+n*4], batch: body[np*17+n*4:]}
+	if binary.LittleEndian.Uint64(b.batch[4:]) != first || int(binary.LittleEndian.Uint32(b.batch[12:])) != n {
+		return block{}, errors.New("block header does not match its key")
+	}
+	return b, nil
+}
+
+func (b *block) last() uint64 { return b.first + uint64(b.count) - 1 }
+
+// tx decodes transaction id of the block into t.
+func (b *block) tx(id uint64, t *walTx) error {
+	i := int(id - b.first)
+	br, err := parseBatch(b.batch)
+	if err != nil {
+		return err
+	}
+	br.off, br.i = int(binary.LittleEndian.Uint32(b.offs[i*4:])), uint64(i)
+	if br.off < batchHeaderLen || br.off > len(b.batch) {
+		return fmt.Errorf("%w: tx %d at offset %d", errBatch, id, br.off)
+	}
+	ok, err := br.next(t)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: tx %d missing", errBatch, id)
+	}
+	return err
+}
+
+// histRecord is a decoded history record.
+type histRecord struct {
+	account, tx uint64
+	kind, side  byte
+	cols        [numColumns]int64
+	batch       []byte // the transaction (histTransfer)
+}
+
+func decodeHistory(k, v []byte) (histRecord, error) {
+	if len(k) != 17 || k[0] != prefixHistory {
+		return histRecord{}, errors.New("malformed history key")
+	}
+	body, err := openRecord(v)
+	if err != nil {
+		return histRecord{}, err
+	}
+	if len(body) < histHeaderLen-4 {
+		return histRecord{}, fmt.Errorf("%d-byte history record", len(body))
+	}
+	h := histRecord{account: binary.BigEndian.Uint64(k[1:]), tx: binary.BigEndian.Uint64(k[9:]), kind: body[0], side: body[1]}
+	for c := range h.cols {
+		h.cols[c] = int64(binary.LittleEndian.Uint64(body[2+8*c:]))
+	}
+	h.batch = body[histHeaderLen-4:]
+	switch {
+	case h.kind == histOpening && len(h.batch) == 0:
+	case h.kind == histTransfer && len(h.batch) >= batchHeaderLen && binary.LittleEndian.Uint64(h.batch[4:]) == h.tx:
+	default:
+		return histRecord{}, fmt.Errorf("history record of kind %d, %d bytes of transaction", h.kind, len(h.batch))
+	}
+	return h, nil
+}
+
+// transfer decodes the record's transaction into t.
+func (h *histRecord) transfer(t *walTx) error {
+	br, err := parseBatch(h.batch)
+	if err != nil {
+		return err
+	}
+	ok, err := br.next(t)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: empty", errBatch)
+	}
+	return err
+}
+
+func beU64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
+
+func appendU64BE(dst []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(dst, v) }

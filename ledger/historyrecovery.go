@@ -1,0 +1,373 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"errors"
+	"log"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/lanework/lanework/ledger/internal/wal"
+)
+
+// indexPrefixes are the prefixes of every index key (historyindex.go).
+var indexPrefixes = [...]byte{prefixBlock, prefixBlockTime, prefixTxPosting, prefixHistory, prefixAcctPosting}
+
+// catchUpStats is what Open did to bring the index to the recovered state.
+type catchUpStats struct {
+	txs  uint64        // transactions replayed into the index
+	cut  uint64        // transactions cut from it (a torn tail's)
+	took time.Duration // time the catch-up (or cut, or restart) took
+	// restarted: the index was dropped and begun afresh at the recovered
+	// state (the WAL no longer held what it lacked).
+	restarted bool
+}
+
+// openIndex makes the index hold exactly the transactions up to rs.last
+// and returns its writer for the Snapshotter, or nil with the index off.
+// Open calls it once the directory may be written and the state is
+// recovered. The index's unsynced batches reach some transaction I: the
+// WAL after I is replayed into it, or what is above rs.last (a torn tail
+// dropped, a log cut by ledger recover) is cut from it.
+func openIndex(db *pebble.DB, cfg *Config, rs *recovered) (*indexWriter, catchUpStats, error) {
+	var cs catchUpStats
+	if cfg.DisableIndex {
+		// The index stays as it is: an Open with it on catches up from
+		// where it stopped, if the WAL still reaches back there.
+		return nil, cs, nil
+	}
+	t0 := time.Now()
+	ix := newIndexWriter(db, rs.accts, cfg.MaxAccounts)
+	err := ix.bringUp(cfg, rs, &cs)
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		// The index is derived data: a damaged record of it costs a
+		// rebuild from the WAL, never the ledger.
+		log.Printf("ledger: %s: history index damaged (%v): rebuilding it from the WAL", cfg.Dir, err)
+		ix.b.Reset()
+		cs = catchUpStats{}
+		err = ix.rebuild(cfg, rs, &cs)
+	}
+	if err != nil {
+		ix.b.Close()
+		return nil, cs, err
+	}
+	cs.took = time.Since(t0)
+	return ix, cs, nil
+}
+
+// bringUp brings the index to rs.last from the state it finds.
+func (ix *indexWriter) bringUp(cfg *Config, rs *recovered, cs *catchUpStats) error {
+	from, last, ok, err := readIndexState(ix.db)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// No index batch ever reached the disk: a directory from before
+		// the index, or a crash lost the first ones.
+		return ix.rebuild(cfg, rs, cs)
+	}
+	ix.from, ix.last = from, last
+	switch {
+	case last > rs.last:
+		cs.cut = last - rs.last
+		return ix.cut(rs)
+	case last < rs.last:
+		return ix.catchUpOrRestart(cfg, rs, cs)
+	}
+	if err := ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil); err != nil {
+		return err
+	}
+	return ix.commit()
+}
+
+// rebuild drops every index key and builds the index from the first
+// transaction, if the WAL still holds it (else from rs.last on).
+func (ix *indexWriter) rebuild(cfg *Config, rs *recovered, cs *catchUpStats) error {
+	ix.hpend, ix.raw, ix.txs = ix.hpend[:0], ix.raw[:0], ix.txs[:0]
+	for _, p := range indexPrefixes {
+		if err := ix.b.DeleteRange([]byte{p}, prefixEnd(p), nil); err != nil {
+			return err
+		}
+	}
+	ix.from, ix.last = 1, 0
+	return ix.catchUpOrRestart(cfg, rs, cs)
+}
+
+// catchUpOrRestart replays the WAL after ix.last into the index, or
+// restarts the index at rs.last if the WAL no longer reaches back there.
+func (ix *indexWriter) catchUpOrRestart(cfg *Config, rs *recovered, cs *catchUpStats) error {
+	if ix.last >= rs.last {
+		if err := ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil); err != nil {
+			return err
+		}
+		return ix.commit()
+	}
+	cs.txs = rs.last - ix.last
+	gap, err := ix.catchUp(cfg, rs)
+	if err != nil || !gap {
+		return err
+	}
+	log.Printf("ledger: %s: the history index reaches tx %d, the WAL starts after it: index restarted at tx %d", cfg.Dir, ix.last, rs.last+1)
+	cs.txs, cs.restarted = 0, true
+	return ix.restart(rs)
+}
+
+// restart drops every index key and starts the index after rs.last: the
+// columns of each History account then, as an opening record, and the
+// postings of every account (creation tx and timestamp unknown: 0).
+func (ix *indexWriter) restart(rs *recovered) error {
+	for _, p := range indexPrefixes {
+		if err := ix.b.DeleteRange([]byte{p}, prefixEnd(p), nil); err != nil {
+			return err
+		}
+	}
+	cells := liveCells(rs.bal)
+	for s := uint64(1); s < rs.accts.n; s++ {
+		m := rs.accts.meta[s]
+		if err := ix.accountPostings(s, m, 0, 0); err != nil {
+			return err
+		}
+		if !ix.hasHistory(s) {
+			continue
+		}
+		ix.val = appendHistHeader(ix.val[:0], histOpening, 0, cells, s)
+		sealInPlace(ix.val)
+		if err := ix.b.Set(historyKey(ix.key[:0], m.id, rs.last), ix.val, nil); err != nil {
+			return err
+		}
+	}
+	ix.from, ix.last = rs.last+1, rs.last
+	if err := ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil); err != nil {
+		return err
+	}
+	return ix.commit()
+}
+
+// tailCells are the cells of History accounts during a catch-up.
+type tailCells map[uint64]int64
+
+func (c tailCells) load(i uint64) int64 { return c[i] }
+
+// errGap stops a catch-up whose WAL starts after the index's end.
+var errGap = errors.New("the WAL starts after the index")
+
+// catchUp replays the WAL after ix.last into the index, in one pass. Only
+// History accounts need their slots (a map, not the account table: the
+// rest of the entries are never probed) and their columns: each one's are
+// those of its last history record at or before ix.last (zero if none)
+// until the replay changes them. It returns gap=true, writing nothing, if
+// the WAL does not start by ix.last+1.
+func (ix *indexWriter) catchUp(cfg *Config, rs *recovered) (gap bool, err error) {
+	from := ix.last + 1
+	flagged := map[uint64]uint64{} // account id -> slot
+	for s := uint64(1); s < rs.accts.n; s++ {
+		if ix.hasHistory(s) {
+			flagged[rs.accts.meta[s].id] = s
+		}
+	}
+	cells := tailCells{}
+	seeded := map[uint64]bool{}
+	recs := make([]txRecord, 0, snapshotterRun)
+	var t walTx
+	first := uint64(0)
+	_, err = wal.Scan(walOptions(cfg, nil, nil), wal.Bounds{}, from, func(seg wal.Segment, off int64, p []byte) error {
+		b, err := parseBatch(p) // Scan verified its checksum
+		for err == nil {
+			var more bool
+			at := b.off
+			if more, err = b.next(&t); err != nil || !more || t.id > rs.last {
+				break
+			}
+			if t.id < from {
+				continue
+			}
+			ix.txs = append(ix.txs, rawTx{off: uint32(len(ix.raw)), n: uint32(b.off - at)})
+			ix.raw = append(ix.raw, p[at:b.off]...)
+			if first == 0 {
+				if first = t.id; first != from {
+					return errGap
+				}
+			}
+			recs = append(recs, t.record())
+			r := &recs[len(recs)-1]
+			es := r.entries()
+			for i := range es {
+				s, ok := flagged[es[i].acct]
+				if !ok {
+					continue
+				}
+				if !seeded[s] {
+					if err := ix.seed(es[i].acct, s, cells); err != nil {
+						return err
+					}
+					seeded[s] = true
+				}
+				c := cell(s, es[i].col)
+				es[i].cell = uint32(c)
+				cells[c] = es[i].value
+			}
+			if !ix.oneLedger() {
+				// ledgerOf reads the first account's slot.
+				for i := range es {
+					if es[i].acct != SystemAccount {
+						s, _ := rs.accts.slot(es[i].acct)
+						es[i].cell = uint32(cell(s, es[i].col))
+						break
+					}
+				}
+			}
+			if err = ix.history(recs, len(recs)-1, cells); err == nil && len(recs) == cap(recs) {
+				err = ix.apply(recs, true)
+				recs, ix.raw, ix.txs = recs[:0], ix.raw[:0], ix.txs[:0]
+			}
+		}
+		if err != nil {
+			var ce *CorruptError
+			if errors.As(err, &ce) {
+				return err
+			}
+			return &CorruptError{File: walDir + "/" + seg.Name(), Offset: off, FirstTx: TxID(b.first), LastTx: TxID(b.last()), Reason: "index catch-up: " + err.Error()}
+		}
+		return nil
+	})
+	if errors.Is(err, errGap) || err == nil && first != from {
+		return true, nil
+	}
+	if err != nil {
+		return false, walError(err)
+	}
+	if len(recs) > 0 {
+		err = ix.apply(recs, true)
+	}
+	return false, err
+}
+
+// seed loads into cells the columns of account (in slot s) as of ix.last:
+// from its last history record, or zero.
+func (ix *indexWriter) seed(account, s uint64, cells tailCells) error {
+	it, err := ix.db.NewIter(&pebble.IterOptions{LowerBound: historyKey(nil, account, 0), UpperBound: historyKey(nil, account, ix.last+1)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var h histRecord
+	if it.Last() {
+		if h, err = decodeHistory(it.Key(), it.Value()); err != nil {
+			return &CorruptError{Key: clone(it.Key()), Reason: "history record: " + err.Error()}
+		}
+	}
+	for c := range numColumns {
+		cells[cell(s, c)] = h.cols[c]
+	}
+	return it.Error()
+}
+
+// cut removes from the index every transaction after rs.last: their
+// history records, the blocks holding them and those blocks' postings
+// (the block that also holds earlier transactions is written again
+// without them), the account postings of accounts they created, and sets
+// the state to rs.last.
+func (ix *indexWriter) cut(rs *recovered) error {
+	it, err := prefixIter(ix.db, prefixBlock)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	after := rs.last
+	slot := rs.accts.n // the slots of the creations cut, in order
+	var keep []txRecord
+	ok := it.SeekLT(idKey(prefixBlock, after+1))
+	if !ok {
+		ok = it.First()
+	}
+	for ; ok; ok = it.Next() {
+		b, err := decodeBlock(it.Key(), it.Value())
+		if err != nil {
+			return &CorruptError{Key: clone(it.Key()), Reason: "index block: " + err.Error()}
+		}
+		if b.last() <= after {
+			continue
+		}
+		var t walTx
+		for id := b.first; id <= b.last(); id++ {
+			if err := b.tx(id, &t); err != nil {
+				return &CorruptError{Key: clone(it.Key()), Reason: "index block: " + err.Error()}
+			}
+			if id <= after {
+				at := binary.LittleEndian.Uint32(b.offs[(id-b.first)*4:])
+				end := uint32(len(b.batch))
+				if id < b.last() {
+					end = binary.LittleEndian.Uint32(b.offs[(id-b.first+1)*4:])
+				}
+				ix.txs = append(ix.txs, rawTx{off: uint32(len(ix.raw)), n: end - at})
+				ix.raw = append(ix.raw, b.batch[at:end]...)
+				r := t.record()
+				es := r.entries()
+				for i := range es {
+					s, _ := rs.accts.slot(es[i].acct)
+					es[i].cell = uint32(cell(s, es[i].col))
+				}
+				keep = append(keep, r)
+				continue
+			}
+			if t.fail != OK {
+				continue
+			}
+			for i := 0; i < t.n; i++ {
+				if err := ix.b.Delete(historyKey(ix.key[:0], t.entry(i).Account, id), nil); err != nil {
+					return err
+				}
+			}
+			if t.kind == KindCreateAccount {
+				for _, f := range [...]byte{fieldAll, fieldLedger, fieldCode, fieldUserData} {
+					var v [16]byte
+					switch f {
+					case fieldLedger:
+						v = u32Value(t.acct.ledger)
+					case fieldCode:
+						v = u16Value(t.acct.code)
+					case fieldUserData:
+						v = userDataValue(t.acct.userData)
+					}
+					if err := ix.b.Delete(postingKey(ix.key[:0], prefixAcctPosting, f, &v, slot), nil); err != nil {
+						return err
+					}
+				}
+				slot++
+			}
+		}
+		if err := ix.dropBlock(&b); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	ix.last = after
+	if len(keep) > 0 {
+		return ix.apply(keep, true)
+	}
+	if err := ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil); err != nil {
+		return err
+	}
+	return ix.commit()
+}
+
+// dropBlock deletes block b, its time key and its postings.
+func (ix *indexWriter) dropBlock(b *block) error {
+	var t walTx
+	if err := b.tx(b.last(), &t); err != nil {
+		return err
+	}
+	tk := append(ix.key[:0], prefixBlockTime)
+	tk = binary.BigEndian.AppendUint64(tk, tsKey(t.ts))
+	tk = binary.BigEndian.AppendUint64(tk, b.first)
+	err := errors.Join(ix.b.Delete(idKey(prefixBlock, b.first), nil), ix.b.Delete(tk, nil))
+	for p := b.posts; len(p) >= 17; p = p[17:] {
+		var v [16]byte
+		copy(v[:], p[1:17])
+		err = errors.Join(err, ix.b.Delete(postingKey(ix.key[:0], prefixTxPosting, p[0], &v, b.first), nil))
+	}
+	return err
+}

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/tools/internal/exitcode"
+)
+
+// pageFlags are the flags of every paged read.
+func pageFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "limit", Value: 100, Usage: fmt.Sprintf("most items per page, 1 to %d", ledger.MaxReadLimit)},
+		&cli.StringFlag{Name: "since", Usage: "only from this time on: RFC 3339 (2026-12-03T08:00:00Z) or Unix nanoseconds"},
+		&cli.StringFlag{Name: "until", Usage: "only up to this time (inclusive): RFC 3339 or Unix nanoseconds"},
+		&cli.BoolFlag{Name: "reverse", Usage: "newest first"},
+		&cli.StringFlag{Name: "cursor", Usage: "continue after the page that printed this cursor (same filter)"},
+		&cli.BoolFlag{Name: "all", Usage: "follow the cursors and print every page"},
+		&cli.Uint64Flag{Name: "wait-for", Usage: "wait until the index holds this transaction (read your own write)"},
+		jsonFlag(),
+	}
+}
+
+// parseTime reads a --since/--until value: RFC 3339, or Unix ns.
+func parseTime(flag, s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if ns, err := strconv.ParseInt(s, 10, 64); err == nil && ns > 0 {
+		return ns, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.UnixNano() <= 0 {
+		return 0, exitcode.Usage("--%s %q: want RFC 3339 (2026-12-03T08:00:00Z) or Unix nanoseconds after 1970", flag, s)
+	}
+	return t.UnixNano(), nil
+}
+
+type pageArgs struct {
+	limit        int
+	since, until int64
+	reverse, all bool
+	cursor       ledger.Cursor
+	waitFor      ledger.TxID
+}
+
+func readPageArgs(c *cli.Context) (pageArgs, error) {
+	p := pageArgs{limit: c.Int("limit"), reverse: c.Bool("reverse"), all: c.Bool("all"),
+		cursor: ledger.Cursor(c.String("cursor")), waitFor: ledger.TxID(c.Uint64("wait-for"))}
+	var err error
+	if p.since, err = parseTime("since", c.String("since")); err != nil {
+		return p, err
+	}
+	p.until, err = parseTime("until", c.String("until"))
+	return p, err
+}
+
+func formatTs(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
+
+func historyCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "history",
+		Usage:     "print an account's transfers with its columns after each (accounts created with the history flag)",
+		ArgsUsage: "ACCOUNT",
+		Description: "Reads the history index as of its AsOf transaction (printed first), oldest first (--reverse: newest\n" +
+			"first). A full page ends with its cursor: pass it back with --cursor for the next, or use --all.",
+		Flags: append(append(clientFlags(), pageFlags()...),
+			&cli.BoolFlag{Name: "debits-only", Usage: "only transfers that debit the account"},
+			&cli.BoolFlag{Name: "credits-only", Usage: "only transfers that credit the account"}),
+		Action: func(c *cli.Context) error {
+			a, err := args(c, "ACCOUNT")
+			if err != nil {
+				return err
+			}
+			pa, err := readPageArgs(c)
+			if err != nil {
+				return err
+			}
+			if c.Bool("debits-only") && c.Bool("credits-only") {
+				return exitcode.Usage("history: --debits-only and --credits-only exclude each other")
+			}
+			f := ledger.AccountFilter{Debits: !c.Bool("credits-only"), Credits: !c.Bool("debits-only"), MinTimestamp: pa.since,
+				MaxTimestamp: pa.until, Limit: pa.limit, Reverse: pa.reverse, Cursor: pa.cursor, WaitFor: pa.waitFor}
+			cl, ctx, done, err := dial(c)
+			if err != nil {
+				return err
+			}
+			defer done()
+			w := c.App.Writer
+			for {
+				p, err := cl.AccountTransfers(ctx, a[0], f)
+				if err != nil {
+					return err
+				}
+				if c.Bool("json") {
+					out := jsonHistory{jsonRead: readJSON(p.ReadInfo), Next: p.Next, Transfers: make([]jsonAccountTransfer, len(p.Transfers))}
+					for i := range p.Transfers {
+						out.Transfers[i] = jsonAccountTransfer{toJSONResult(&p.Transfers[i].Result), toJSONBalance(&p.Transfers[i].Balance)}
+					}
+					if err := writeJSON(w, out); err != nil {
+						return err
+					}
+				} else {
+					printHistory(w, a[0], &p)
+				}
+				if !pa.all || p.Next == "" {
+					return nil
+				}
+				f.Cursor = p.Next
+			}
+		},
+	}
+}
+
+func printRead(w io.Writer, r ledger.ReadInfo) {
+	fmt.Fprintf(w, "as of tx %d (committed %d)\n", r.AsOf, r.Committed)
+}
+
+func printHistory(w io.Writer, account uint64, p *ledger.AccountTransfersPage) {
+	printRead(w, p.ReadInfo)
+	for _, t := range p.Transfers {
+		var delta int64
+		for _, e := range t.Entries {
+			if e.Account == account {
+				if e.Column == ledger.DebitsPosted || e.Column == ledger.DebitsPending {
+					delta -= e.Delta
+				} else {
+					delta += e.Delta
+				}
+			}
+		}
+		b := t.Balance
+		fmt.Fprintf(w, "tx %d  %s  %-10s %+d  debits_posted %d credits_posted %d debits_pending %d credits_pending %d\n",
+			t.ID, formatTs(t.Timestamp), t.Kind, delta, b.DebitsPosted, b.CreditsPosted, b.DebitsPending, b.CreditsPending)
+	}
+	if p.Next != "" {
+		fmt.Fprintf(w, "next page: --cursor %s\n", p.Next)
+	}
+}
+
+func queryCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "query",
+		Usage: "query transfers or accounts by ledger, code, user data and time (the query index)",
+		Subcommands: []*cli.Command{
+			{
+				Name: "transfers", Usage: "transfers (applied transactions that moved money), oldest first",
+				Flags: append(append(clientFlags(), pageFlags()...),
+					&cli.UintFlag{Name: "ledger", Usage: "only this ledger (0: any)"}),
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 0 {
+						return exitcode.Usage("query transfers: unexpected arguments %v", c.Args().Slice())
+					}
+					pa, err := readPageArgs(c)
+					if err != nil {
+						return err
+					}
+					f := ledger.TransferFilter{Ledger: uint32(c.Uint("ledger")), MinTimestamp: pa.since, MaxTimestamp: pa.until,
+						Limit: pa.limit, Reverse: pa.reverse, Cursor: pa.cursor, WaitFor: pa.waitFor}
+					cl, ctx, done, err := dial(c)
+					if err != nil {
+						return err
+					}
+					defer done()
+					w := c.App.Writer
+					for {
+						p, err := cl.QueryTransfers(ctx, f)
+						if err != nil {
+							return err
+						}
+						if c.Bool("json") {
+							out := jsonQueryTransfers{jsonRead: readJSON(p.ReadInfo), Next: p.Next, Transfers: make([]*jsonResult, len(p.Transfers))}
+							for i := range p.Transfers {
+								out.Transfers[i] = toJSONResult(&p.Transfers[i])
+							}
+							if err := writeJSON(w, out); err != nil {
+								return err
+							}
+						} else {
+							printRead(w, p.ReadInfo)
+							for _, t := range p.Transfers {
+								fmt.Fprintf(w, "tx %d  %s  %s", t.ID, formatTs(t.Timestamp), t.Kind)
+								for _, e := range t.Entries {
+									fmt.Fprintf(w, "  %d %s %+d", e.Account, e.Column, e.Delta)
+								}
+								fmt.Fprintln(w)
+							}
+							if p.Next != "" {
+								fmt.Fprintf(w, "next page: --cursor %s\n", p.Next)
+							}
+						}
+						if !pa.all || p.Next == "" {
+							return nil
+						}
+						f.Cursor = p.Next
+					}
+				},
+			},
+			{
+				Name: "accounts", Usage: "accounts, in creation order",
+				Flags: append(append(clientFlags(), pageFlags()...),
+					&cli.UintFlag{Name: "ledger", Usage: "only this ledger (0: any)"},
+					&cli.UintFlag{Name: "code", Usage: "only this code (0: any)"},
+					&cli.Uint64Flag{Name: "user-data-0", Usage: "with --user-data-1: only this user data (both 0: any)"},
+					&cli.Uint64Flag{Name: "user-data-1"}),
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 0 {
+						return exitcode.Usage("query accounts: unexpected arguments %v", c.Args().Slice())
+					}
+					pa, err := readPageArgs(c)
+					if err != nil {
+						return err
+					}
+					if c.Uint("code") > 1<<16-1 {
+						return exitcode.Usage("--code %d above 65535", c.Uint("code"))
+					}
+					q := ledger.AccountQuery{Ledger: uint32(c.Uint("ledger")), Code: uint16(c.Uint("code")),
+						UserData: [2]uint64{c.Uint64("user-data-0"), c.Uint64("user-data-1")}, MinTimestamp: pa.since,
+						MaxTimestamp: pa.until, Limit: pa.limit, Reverse: pa.reverse, Cursor: pa.cursor, WaitFor: pa.waitFor}
+					cl, ctx, done, err := dial(c)
+					if err != nil {
+						return err
+					}
+					defer done()
+					w := c.App.Writer
+					for {
+						p, err := cl.QueryAccounts(ctx, q)
+						if err != nil {
+							return err
+						}
+						if c.Bool("json") {
+							out := jsonAccountsPage{jsonRead: readJSON(p.ReadInfo), Next: p.Next, Accounts: make([]*jsonAccount, len(p.Accounts))}
+							for i := range p.Accounts {
+								out.Accounts[i] = toJSONAccount(&p.Accounts[i], true)
+							}
+							if err := writeJSON(w, out); err != nil {
+								return err
+							}
+						} else {
+							printRead(w, p.ReadInfo)
+							for _, a := range p.Accounts {
+								fmt.Fprintf(w, "account %d  ledger %d  code %d  flags %v  user_data %d,%d  balance %d\n",
+									a.ID, a.Ledger, a.Code, a.Flags.Names(), a.UserData[0], a.UserData[1], a.Balance())
+							}
+							if p.Next != "" {
+								fmt.Fprintf(w, "next page: --cursor %s\n", p.Next)
+							}
+						}
+						if !pa.all || p.Next == "" {
+							return nil
+						}
+						q.Cursor = p.Next
+					}
+				},
+			},
+		},
+	}
+}
+
+type jsonRead struct {
+	AsOf      ledger.TxID `json:"as_of"`
+	Through   ledger.TxID `json:"through"`
+	Committed ledger.TxID `json:"committed"`
+}
+
+func readJSON(r ledger.ReadInfo) jsonRead { return jsonRead{r.AsOf, r.Through, r.Committed} }
+
+type jsonAccountBalance struct {
+	TxID           ledger.TxID `json:"tx_id"`
+	Timestamp      int64       `json:"timestamp"`
+	DebitsPosted   uint64      `json:"debits_posted"`
+	CreditsPosted  uint64      `json:"credits_posted"`
+	DebitsPending  uint64      `json:"debits_pending"`
+	CreditsPending uint64      `json:"credits_pending"`
+}
+
+func toJSONBalance(b *ledger.AccountBalance) jsonAccountBalance {
+	return jsonAccountBalance{b.TxID, b.Timestamp, b.DebitsPosted, b.CreditsPosted, b.DebitsPending, b.CreditsPending}
+}
+
+type jsonAccountTransfer struct {
+	*jsonResult
+	Balance jsonAccountBalance `json:"balance"`
+}
+
+type jsonHistory struct {
+	jsonRead
+	Next      ledger.Cursor         `json:"next"`
+	Transfers []jsonAccountTransfer `json:"transfers"`
+}
+
+type jsonQueryTransfers struct {
+	jsonRead
+	Next      ledger.Cursor `json:"next"`
+	Transfers []*jsonResult `json:"transfers"`
+}
+
+type jsonAccountsPage struct {
+	jsonRead
+	Next     ledger.Cursor  `json:"next"`
+	Accounts []*jsonAccount `json:"accounts"`
+}
