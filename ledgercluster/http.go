@@ -133,9 +133,9 @@ type Status struct {
 	// Committed is the last transaction raft committed, as this replica
 	// knows from its log; Applied lags it by what it has still to apply.
 	Committed ledger.TxID `json:"committed"`
-	Hash       string      `json:"hash"`
-	Error      string      `json:"error,omitempty"`
-	hash       uint64
+	Hash      string      `json:"hash"`
+	Error     string      `json:"error,omitempty"`
+	hash      uint64
 }
 
 // Status returns the replica's status.
