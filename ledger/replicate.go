@@ -16,9 +16,7 @@ import (
 //     Replicate before it writes the batch to its own WAL. Replicate returns
 //     once a quorum of replicas holds the batch durably; the stage then
 //     advances Replicated, delivers the Replicated waiters, appends and syncs
-//     the batch locally and advances Committed as on a single node (the
-//     local write of one batch overlaps the replication of the next: see
-//     runWALReplicated). So every
+//     the batch locally and advances Committed as on a single node. So every
 //     batch in any replica's WAL was replicated first: a replica's WAL is
 //     always a prefix of the cluster's history and a deposed leader has
 //     nothing to undo. A Replicate error fails the ledger (nothing more is

@@ -321,12 +321,8 @@ func (l *Ledger) deliver(recs []txRecord, level Level) {
 func (l *Ledger) runWAL(st *pressure.Stage) {
 	defer l.wg.Done()
 	defer func() { l.walDone.Store(true); l.pm.Wake() }()
-	if l.rep.repl != nil {
-		l.runWALReplicated(st)
-		return
-	}
 	buf := make([]byte, wal.HeaderRoom, 1<<20)
-	maxBytes := l.walMaxBytes()
+	maxBytes := min(walMaxBytes, wal.MaxBatch(l.cfg.WALSegmentSize)-maxTxEncoded) - wal.HeaderRoom
 	for {
 		recs := l.toWAL.PeekN(l.cfg.WALMaxBatch)
 		if len(recs) == 0 {
@@ -342,136 +338,40 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 		var k int
 		buf, k = encodeBatch(buf[:wal.HeaderRoom], recs, maxBytes)
 		recs = recs[:k]
+		if err := l.replicate(buf[wal.HeaderRoom:], recs); err != nil {
+			l.fail(err)
+			return
+		}
 		t0 := time.Now()
 		if err := l.wal.Append(buf, recs[0].id, recs[k-1].id); err != nil {
 			l.fail(err)
 			return
 		}
-		if !l.committedBatch(buf, recs, time.Since(t0)) {
-			return
-		}
-		l.toWAL.Advance(k)
-	}
-}
-
-func (l *Ledger) walMaxBytes() int {
-	return min(walMaxBytes, wal.MaxBatch(l.cfg.WALSegmentSize)-maxTxEncoded) - wal.HeaderRoom
-}
-
-// committedBatch runs once batch (recs, encoded in buf) is synced in the
-// WAL, which took took: it advances Committed, delivers its waiters and
-// hands the records to the Snapshotter; false if the ledger halted.
-func (l *Ledger) committedBatch(buf []byte, recs []txRecord, took time.Duration) bool {
-	k := len(recs)
-	l.committedLocally(buf[wal.HeaderRoom:])
-	l.walSync.observe(uint64(took))
-	l.walGroup.observe(uint64(k))
-	l.walBytes.Add(uint64(len(buf) - wal.HeaderRoom))
-	l.walBatches.Add(1)
-	last := recs[k-1].id
-	l.committed.Store(last)
-	l.waits[Committed].release(TxID(last))
-	l.deliver(recs, Committed)
-	var bo backoff
-	for off := 0; off < k; {
-		dst := l.toSnap.Reserve(k - off)
-		if len(dst) == 0 {
-			if l.halted() {
-				return false
-			}
-			bo.wait()
-			continue
-		}
-		c := copy(dst, recs[off:])
-		l.toSnap.Commit(c)
-		off += c
-		l.snapStage.Wake()
-	}
-	return true
-}
-
-// runWALReplicated is the WAL stage of a cluster's leader. A batch goes to
-// the WAL only once Replicate returned (a quorum has it), and the local
-// write of batch k overlaps the replication of batch k+1: so an op waits
-// for one replication round after the one in progress, not for the local
-// fsync between them. Batch k's records stay in the ring (not advanced)
-// until its write is done; k+1 is read after them.
-func (l *Ledger) runWALReplicated(st *pressure.Stage) {
-	bufs := [2][]byte{make([]byte, wal.HeaderRoom, 1<<20), make([]byte, wal.HeaderRoom, 1<<20)}
-	cur := 0
-	maxBytes := l.walMaxBytes()
-	type written struct {
-		err  error
-		took time.Duration
-	}
-	done := make(chan written, 1)
-	var prev []txRecord // the batch being written, if any
-	var prevBuf []byte
-	defer func() {
-		if prev != nil {
-			<-done // the write in progress ends before the stage does
-		}
-	}()
-	// finish waits for the write of prev and completes it.
-	finish := func() bool {
-		if prev == nil {
-			return true
-		}
-		w := <-done
-		p, pb := prev, prevBuf
-		prev = nil
-		if w.err != nil {
-			l.fail(w.err)
-			return false
-		}
-		if !l.committedBatch(pb, p, w.took) {
-			return false
-		}
-		l.toWAL.PeekN(len(p)) // Advance takes what was peeked last
-		l.toWAL.Advance(len(p))
-		return true
-	}
-	for {
-		recs := l.toWAL.PeekN(len(prev) + l.cfg.WALMaxBatch)
-		if len(recs) > len(prev) {
-			recs = recs[len(prev):]
-		} else {
-			recs = nil // nothing after the batch being written (or the ring wraps there)
-		}
-		if len(recs) == 0 {
-			if prev != nil {
-				if !finish() {
+		l.committedLocally(buf[wal.HeaderRoom:])
+		l.walSync.observe(uint64(time.Since(t0)))
+		l.walGroup.observe(uint64(k))
+		l.walBytes.Add(uint64(len(buf) - wal.HeaderRoom))
+		l.walBatches.Add(1)
+		last := recs[k-1].id
+		l.committed.Store(last)
+		l.waits[Committed].release(TxID(last))
+		l.deliver(recs, Committed)
+		var bo backoff
+		for off := 0; off < k; {
+			dst := l.toSnap.Reserve(k - off)
+			if len(dst) == 0 {
+				if l.halted() {
 					return
 				}
+				bo.wait()
 				continue
 			}
-			if l.txDone.Load() && l.toWAL.Len() == 0 {
-				return
-			}
-			if l.halted() || !st.OnEmpty() {
-				return
-			}
-			continue
+			c := copy(dst, recs[off:])
+			l.toSnap.Commit(c)
+			off += c
+			l.snapStage.Wake()
 		}
-		st.OnWork()
-		buf, k := encodeBatch(bufs[cur][:wal.HeaderRoom], recs, maxBytes)
-		bufs[cur], recs = buf, recs[:k]
-		err := l.replicate(buf[wal.HeaderRoom:], recs) // while prev is written
-		if !finish() {
-			return
-		}
-		if err != nil {
-			l.fail(err)
-			return
-		}
-		prev, prevBuf = recs, buf
-		first, last := recs[0].id, recs[k-1].id
-		go func() {
-			t0 := time.Now()
-			err := l.wal.Append(buf, first, last)
-			done <- written{err, time.Since(t0)}
-		}()
-		cur ^= 1
+		l.toWAL.Advance(k)
 	}
 }
 
