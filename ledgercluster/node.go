@@ -322,6 +322,16 @@ func (n *Node) ready(rd raft.Ready) error {
 			return err
 		}
 	}
+	// A promotion that has stored its leader ledger but not yet signaled
+	// (the non-blocking join above ran first) is joined now, so that
+	// leadTerm is its term: else the check below would take the new
+	// leader for a stale one and demote it, and a second promotion could
+	// then lead while the first one's proposals were still committing.
+	if n.promoting != nil && !n.cur.Load().Follower() {
+		if err := n.joinPromotion(true); err != nil {
+			return err
+		}
+	}
 	if !n.cur.Load().Follower() && (n.role != raft.StateLeader || n.term != n.leadTerm) {
 		if err := n.demote(); err != nil {
 			return err
