@@ -197,13 +197,28 @@ func (c *inproc) createAccounts(ld int) {
 	for a := uint64(1); a < inprocAccounts; a++ {
 		ops = append(ops, ledger.CreateAccount{ID: a, Ledger: 1})
 	}
-	l := c.nodes[ld].Ledger()
-	_, last, err := l.SubmitBatch(ops)
-	if err == nil {
-		err = l.Wait(context.Background(), last, ledger.Replicated)
-	}
-	if err != nil {
-		c.tb.Fatalf("creating the accounts: %v", err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		l := c.nodes[ld].Ledger()
+		_, last, err := l.SubmitBatch(ops)
+		if err == nil {
+			err = l.Wait(context.Background(), last, ledger.Replicated)
+		}
+		if err == nil {
+			break
+		}
+		// Leadership moved (a loaded machine stalls a Ready loop past the
+		// election timeout): the creations are idempotent, ask the next
+		// leader.
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("creating the accounts: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // leadership has no event to wait on from outside
+		for i, n := range c.nodes {
+			if n != nil && n.Status().Leading {
+				ld = i
+			}
+		}
 	}
 	c.created = true
 }
