@@ -38,6 +38,12 @@ func startInproc(tb testing.TB, size int, proxied bool, clients ...string) *inpr
 // startInprocWith starts size nodes whose ledgers take lc (MaxAccounts
 // must be inprocAccounts).
 func startInprocWith(tb testing.TB, size int, proxied bool, lc ledger.Config, clients ...string) *inproc {
+	return startInprocEdit(tb, size, proxied, lc, nil, clients...)
+}
+
+// startInprocEdit is startInprocWith whose edit, if not nil, changes each
+// node's Config before the node starts.
+func startInprocEdit(tb testing.TB, size int, proxied bool, lc ledger.Config, edit func(*Config), clients ...string) *inproc {
 	c := &inproc{tb: tb, links: map[[2]int]*link{}}
 	var lns []net.Listener
 	var addrs []string
@@ -68,6 +74,9 @@ func startInprocWith(tb testing.TB, size int, proxied bool, lc ledger.Config, cl
 			for j, a := range clients {
 				cfg.ClientAddrs[uint64(j+1)] = a
 			}
+		}
+		if edit != nil {
+			edit(&cfg)
 		}
 		c.cfgs = append(c.cfgs, cfg)
 		n, err := Start(cfg)
