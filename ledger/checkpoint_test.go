@@ -15,6 +15,7 @@ import (
 func retainingConfig(t *testing.T) Config {
 	c := replicaConfig(t)
 	c.SnapshotEvery, c.WALRetention, c.WALSegmentSize = 1500, 500, 256<<10
+	c.DisableIndex = true // else a follower keeps its WAL for the index
 	return c
 }
 
@@ -30,7 +31,13 @@ func TestFollowerRetentionAndCheckpoint(t *testing.T) {
 	fcfg := retainingConfig(t)
 	f, err := OpenFollower(fcfg)
 	require.NoError(t, err)
-	r := &applyTo{followers: []*Ledger{f}}
+	// A follower with the history index on keeps the WAL its index will
+	// catch up from when it leads: all of it here.
+	icfg := retainingConfig(t)
+	icfg.DisableIndex = false
+	fi, err := OpenFollower(icfg)
+	require.NoError(t, err)
+	r := &applyTo{followers: []*Ledger{f, fi}}
 	lcfg := retainingConfig(t)
 	l, err := OpenReplicated(lcfg, r)
 	require.NoError(t, err)
@@ -69,6 +76,20 @@ func TestFollowerRetentionAndCheckpoint(t *testing.T) {
 		require.NoError(t, err)
 		require.Greater(t, segs[0].First, uint64(1), "%s kept its first segment", d)
 	}
+	segs, _, err := listSegments(vfs.Default, icfg.Dir)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, segs[0].First, "the indexing follower pruned its WAL")
+	require.Equal(t, ls.Hash, fi.Hash())
+	require.NoError(t, fi.Close())
+	r.mu.Lock()
+	r.followers = r.followers[:1]
+	r.mu.Unlock()
+	// Promoted, it indexes the whole history (the catch-up had the WAL).
+	pi, err := Open(icfg)
+	require.NoError(t, err)
+	require.False(t, pi.ixCatch.restarted, "the index restarted: the WAL did not reach back")
+	require.EqualValues(t, last, pi.ixCatch.txs, "the index caught up from the first transaction")
+	require.NoError(t, pi.Close())
 
 	// A checkpoint, installed over a directory that holds something else.
 	var ck bytes.Buffer

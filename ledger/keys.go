@@ -8,7 +8,7 @@ import "encoding/binary"
 //	"M"                      meta record (msgpack + CRC32C): format version, MaxAccounts
 //	"N"                      sequence number of the newest WAL segment created (u64 + CRC32C)
 //	"O"                      sequence number of the oldest WAL segment retention keeps (u64 + CRC32C)
-//	"H" + segment seq        replica hash chain of every batch before the segment (u64 + CRC32C; replicate.go)
+//	"G" + segment seq        replica hash chain of every batch before the segment (u64 + CRC32C; replicate.go)
 //	"W" + first tx id        format 1 and 2 only: WAL batch (such directories are refused)
 //	"S" + tx id              snapshot manifest (msgpack + CRC32C) of the state after tx id
 //	"C" + tx id + chunk no.  snapshot chunk (binary + CRC32C): the cells, from 0; the dedup window
@@ -24,7 +24,7 @@ const (
 	prefixAccount    = 'A'
 	prefixNewest     = 'N'
 	prefixOldest     = 'O'
-	prefixHash       = 'H'
+	prefixHash       = 'G'
 	prefixWAL        = 'W'
 	prefixSnapshot   = 'S'
 	prefixChunk      = 'C'

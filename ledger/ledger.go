@@ -224,6 +224,19 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 			return nil, err
 		}
 		rs.ix = ix
+	} else if !cfg.DisableIndex {
+		// A follower does not index; once it opens as a leader, the index
+		// catches up from the WAL after where it stopped, which the
+		// follower therefore keeps (walFloor).
+		_, last, ok, err := readIndexState(db)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		rs.walFloor = 1
+		if ok {
+			rs.walFloor = last + 1
+		}
 	}
 	if n := len(truncs); n > 0 {
 		t := truncs[n-1]
@@ -302,7 +315,7 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 		refs.push(r)
 	}
 	if l.rep.follower { // Apply replays onto rs; only the persister runs
-		l.rep.rs, l.rep.refs, l.rep.lastSnap = rs, refs, rs.snapshot
+		l.rep.rs, l.rep.refs, l.rep.lastSnap, l.rep.walFloor = rs, refs, rs.snapshot, rs.walFloor
 		if cfg.DedupRetention > 0 {
 			l.rep.run = &refRun{}
 		}

@@ -37,6 +37,9 @@ type recovered struct {
 	// (historyrecovery.go), and what that took.
 	ix      *indexWriter
 	ixCatch catchUpStats
+	// walFloor: a follower keeps its WAL from this transaction on, for
+	// the history index to catch up from when it leads (0: no floor).
+	walFloor uint64
 }
 
 type winAcct struct {

@@ -97,6 +97,7 @@ type replication struct {
 	refs     refWindow // the dedup window, for snapshots
 	run      *refRun   // the durable idempotency index's next run, if kept
 	lastSnap uint64    // tx id of the last snapshot handed to the persister
+	walFloor uint64    // retention keeps the WAL from here on (recovered.walFloor)
 	// replicated is the Replicated index: stored by the WAL stage (leader)
 	// or Apply (follower) after the batch is durable on a quorum.
 	replicated atomic.Uint64

@@ -521,8 +521,14 @@ func (l *Ledger) runPersister() {
 		}
 		buf, err = writeSnapshot(l.db, &l.cfg, s, l.readable, l.applying.Load, hook, buf)
 		if err == nil && l.cfg.WALRetention >= 0 && s.txID > uint64(l.cfg.WALRetention) {
-			// Whole segments below the snapshot minus the retention go.
-			_, err = l.wal.RemoveBelow(s.txID - uint64(l.cfg.WALRetention) + 1)
+			// Whole segments below the snapshot minus the retention go,
+			// and on a follower none the history index will catch up
+			// from when it leads (its Apply does not index).
+			keep := s.txID - uint64(l.cfg.WALRetention) + 1
+			if f := l.rep.walFloor; f != 0 {
+				keep = min(keep, f)
+			}
+			_, err = l.wal.RemoveBelow(keep)
 		}
 		// As of the snapshot's transaction: whatever it finds expired is
 		// expired for every transaction the Transactor executes later.

@@ -2,6 +2,7 @@ package ledgercluster
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"testing"
@@ -44,6 +45,20 @@ func TestClientFollowsLeader(t *testing.T) {
 	r1, err := cl.Submit(ctx, OpRequest{Kind: "deposit", Account: 1, Amount: 5, UserRef: 77})
 	if err != nil || r1.Fail != "ok" {
 		t.Fatalf("first submit: %+v %v", r1, err)
+	}
+	// A follower's read says as of which transaction, and how far that
+	// is behind what it knows raft committed: caught up, nothing.
+	c.converge(10 * time.Second)
+	f := (ld + 1) % 3
+	resp, err := http.Get("http://" + addrs[f] + "/v1/balance/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bal map[string]int64
+	err = json.NewDecoder(resp.Body).Decode(&bal)
+	resp.Body.Close()
+	if st := c.nodes[f].Status(); err != nil || bal["balance"] != 5 || bal["applied"] < int64(r1.ID) || bal["behind"] != 0 || st.Committed != st.Applied {
+		t.Fatalf("follower read %v (%v), status %+v", bal, err, st)
 	}
 	srvs[ld].Close()
 	c.stopNode(ld)

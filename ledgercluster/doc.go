@@ -12,8 +12,15 @@
 // leading fails its pending proposals at once and reopens its ledger as a
 // follower, so it never acknowledges again.
 //
-// Handler serves a replica's HTTP/JSON API; `ledger serve --cluster-id`
-// runs one replica and `ledger cluster demo` three. See
+// A replica behind the leader's compacted raft log catches up through
+// raft's snapshot, which carries a checkpoint of the leader's ledger
+// (ledger.WriteCheckpoint); replicas are added and removed at runtime by
+// raft configuration changes (AddReplica, RemoveReplica); the raft
+// transport and the client API take the ledger server's tokens and TLS.
+//
+// Handler serves a replica's HTTP/JSON API, and ledger/server.NewReplica
+// its msgpack protocol; `ledger serve --cluster-id` runs one replica and
+// `ledger cluster demo` three. See
 // docs/ledger-cluster.md for the design, the failure table and the
 // measured numbers.
 package ledgercluster

@@ -17,7 +17,8 @@ import (
 //	POST /v1/ops             {"kind":"deposit|withdrawal|transfer", "account", "from", "to",
 //	                          "amount", "user_ref", "level":"computed|replicated|committed|snapshot"}
 //	                         -> 200 {"id","fail"}; 421 {"error":"not_leader","leader":addr}
-//	GET  /v1/balance/{acct}  -> {"balance","applied"}: as of the replica's applied tx;
+//	GET  /v1/balance/{acct}  -> {"balance","applied","behind"}: as of the replica's applied tx,
+//	                            behind the last tx it knows raft committed by "behind";
 //	                            ?linearizable=true: through raft's ReadIndex, leader only (421 else)
 //	GET  /v1/status          -> Status
 //	GET  /v1/members         -> []Member: the address book and raft's voters
@@ -129,9 +130,12 @@ type Status struct {
 	Applied    ledger.TxID `json:"applied"`   // last tx in the replica's WAL
 	Sequenced  ledger.TxID `json:"sequenced"` // a leader: last tx with an id, durable or not
 	Replicated ledger.TxID `json:"replicated"`
-	Hash       string      `json:"hash"`
-	Error      string      `json:"error,omitempty"`
-	hash       uint64
+	// Committed is the last transaction raft committed, as this replica
+	// knows from its log; Applied lags it by what it has still to apply.
+	Committed ledger.TxID `json:"committed"`
+	Hash      string      `json:"hash"`
+	Error     string      `json:"error,omitempty"`
+	hash      uint64
 }
 
 // Status returns the replica's status.
@@ -139,7 +143,8 @@ func (n *Node) Status() Status {
 	l := n.Ledger()
 	st := l.Stats()
 	s := Status{NodeID: n.cfg.NodeID, Leader: n.Leader(), Leading: !st.Follower && !st.Failed && !st.Closed,
-		Applied: st.Indexes.Committed, Sequenced: st.Indexes.Sequenced, Replicated: st.Replicated, Hash: fmt.Sprintf("%016x", st.Hash), hash: st.Hash}
+		Applied: st.Indexes.Committed, Sequenced: st.Indexes.Sequenced, Replicated: st.Replicated, Hash: fmt.Sprintf("%016x", st.Hash), hash: st.Hash,
+		Committed: max(ledger.TxID(n.knownTx.Load()), st.Indexes.Committed)}
 	if err := n.Err(); err != nil {
 		s.Error = err.Error()
 	}
@@ -225,7 +230,10 @@ func (n *Node) handleBalance(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{"balance": b, "applied": int64(applied)})
+	// behind: transactions raft committed, as this replica knows, that
+	// the balance does not reflect yet.
+	behind := max(int64(n.knownTx.Load())-int64(applied), 0)
+	writeJSON(w, http.StatusOK, map[string]int64{"balance": b, "applied": int64(applied), "behind": behind})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

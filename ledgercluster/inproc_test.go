@@ -38,6 +38,12 @@ func startInproc(tb testing.TB, size int, proxied bool, clients ...string) *inpr
 // startInprocWith starts size nodes whose ledgers take lc (MaxAccounts
 // must be inprocAccounts).
 func startInprocWith(tb testing.TB, size int, proxied bool, lc ledger.Config, clients ...string) *inproc {
+	return startInprocEdit(tb, size, proxied, lc, nil, clients...)
+}
+
+// startInprocEdit is startInprocWith whose edit, if not nil, changes each
+// node's Config before the node starts.
+func startInprocEdit(tb testing.TB, size int, proxied bool, lc ledger.Config, edit func(*Config), clients ...string) *inproc {
 	c := &inproc{tb: tb, links: map[[2]int]*link{}}
 	var lns []net.Listener
 	var addrs []string
@@ -68,6 +74,9 @@ func startInprocWith(tb testing.TB, size int, proxied bool, lc ledger.Config, cl
 			for j, a := range clients {
 				cfg.ClientAddrs[uint64(j+1)] = a
 			}
+		}
+		if edit != nil {
+			edit(&cfg)
 		}
 		c.cfgs = append(c.cfgs, cfg)
 		n, err := Start(cfg)
@@ -197,13 +206,28 @@ func (c *inproc) createAccounts(ld int) {
 	for a := uint64(1); a < inprocAccounts; a++ {
 		ops = append(ops, ledger.CreateAccount{ID: a, Ledger: 1})
 	}
-	l := c.nodes[ld].Ledger()
-	_, last, err := l.SubmitBatch(ops)
-	if err == nil {
-		err = l.Wait(context.Background(), last, ledger.Replicated)
-	}
-	if err != nil {
-		c.tb.Fatalf("creating the accounts: %v", err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		l := c.nodes[ld].Ledger()
+		_, last, err := l.SubmitBatch(ops)
+		if err == nil {
+			err = l.Wait(context.Background(), last, ledger.Replicated)
+		}
+		if err == nil {
+			break
+		}
+		// Leadership moved (a loaded machine stalls a Ready loop past the
+		// election timeout): the creations are idempotent, ask the next
+		// leader.
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("creating the accounts: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // leadership has no event to wait on from outside
+		for i, n := range c.nodes {
+			if n != nil && n.Status().Leading {
+				ld = i
+			}
+		}
 	}
 	c.created = true
 }

@@ -33,17 +33,14 @@ func TestMsgpackClientFollowsLeader(t *testing.T) {
 		}
 		lns, tcp = append(lns, ln), append(tcp, ln.Addr().String())
 	}
-	c := startInproc(t, 3, false)
-	// The nodes learn the TCP addresses as a ledgercluster user would
-	// configure them (Config.TCPAddrs): here through the address book.
-	for _, n := range c.nodes {
-		b := book{}
-		for id, m := range n.members {
-			m.TCP = tcp[id-1]
-			b[id] = m
+	// The nodes learn the TCP addresses as a ledgercluster user configures
+	// them: Config.TCPAddrs.
+	c := startInprocEdit(t, 3, false, ledger.Config{MaxAccounts: inprocAccounts}, func(cfg *Config) {
+		cfg.TCPAddrs = map[uint64]string{}
+		for i, a := range tcp {
+			cfg.TCPAddrs[uint64(i+1)] = a
 		}
-		n.setMembers(b)
-	}
+	})
 	srvs := make([]*server.Server, 3)
 	start := func(i int) {
 		if lns[i] == nil {

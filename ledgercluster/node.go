@@ -42,6 +42,11 @@ type Node struct {
 	cancel  context.CancelFunc
 	pending map[uint64]chan error // leader: proposals by first tx id, awaiting commit
 
+	// knownTx is the last transaction raft committed as this replica
+	// knows it (the batch of the entry at its commit index): a follower's
+	// reads say how far they are behind it.
+	knownTx atomic.Uint64
+
 	readSeq atomic.Uint64
 	readMu  sync.Mutex
 	reads   map[uint64]chan readAt // ReadIndex requests by context, until raft answers
@@ -317,6 +322,16 @@ func (n *Node) ready(rd raft.Ready) error {
 			return err
 		}
 	}
+	// A promotion that has stored its leader ledger but not yet signaled
+	// (the non-blocking join above ran first) is joined now, so that
+	// leadTerm is its term: else the check below would take the new
+	// leader for a stale one and demote it, and a second promotion could
+	// then lead while the first one's proposals were still committing.
+	if n.promoting != nil && !n.cur.Load().Follower() {
+		if err := n.joinPromotion(true); err != nil {
+			return err
+		}
+	}
 	if !n.cur.Load().Follower() && (n.role != raft.StateLeader || n.term != n.leadTerm) {
 		if err := n.demote(); err != nil {
 			return err
@@ -350,6 +365,9 @@ func (n *Node) ready(rd raft.Ready) error {
 	if saveObserver != nil && len(rd.Entries) > 0 {
 		saveObserver(n.cfg.NodeID, n.role == raft.StateLeader, time.Since(t0))
 	}
+	if hs := rd.HardState; hs != nil && !raft.IsEmptyHardState(hs) {
+		n.noteCommit(hs.GetCommit())
+	}
 	if n.role == raft.StateLeader && (!wasLeader || n.term != term) {
 		last, _ := n.rl.mem.LastIndex()
 		n.promoteAt = last // the new term's empty entry: all before it commits with it
@@ -367,6 +385,25 @@ func (n *Node) ready(rd raft.Ready) error {
 		n.promote()
 	}
 	return n.maybeCompact(len(rd.CommittedEntries))
+}
+
+// noteCommit raises knownTx to the last transaction of the batch at raft
+// index commit, if this replica's log holds it (a new leader's empty entry
+// or a configuration change holds none: the value stays).
+func (n *Node) noteCommit(commit uint64) {
+	if last, _ := n.rl.mem.LastIndex(); commit > last || commit == 0 {
+		return // MemoryStorage panics past its last entry
+	}
+	ents, err := n.rl.mem.Entries(commit, commit+1, math.MaxUint64)
+	if err != nil || len(ents) == 0 || ents[0].GetType() != pb.EntryNormal {
+		return
+	}
+	if d := ents[0].GetData(); len(d) >= 16 {
+		last := binary.LittleEndian.Uint64(d[4:]) + uint64(binary.LittleEndian.Uint32(d[12:])) - 1
+		if last > n.knownTx.Load() {
+			n.knownTx.Store(last)
+		}
+	}
 }
 
 func (n *Node) send(msgs []*pb.Message) {

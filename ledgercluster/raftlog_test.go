@@ -1,6 +1,7 @@
 package ledgercluster
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -131,5 +132,32 @@ func TestRaftLogRotation(t *testing.T) {
 	last, _ = rl.mem.LastIndex()
 	if first != 96 || last != 95 {
 		t.Fatalf("after a snapshot at 95: entries %d..%d", first, last)
+	}
+}
+
+// TestKnownCommit: a replica's idea of the last committed transaction
+// follows the batch at its raft commit index; an entry without a batch, or
+// one its log does not hold, leaves it.
+func TestKnownCommit(t *testing.T) {
+	rl, _, err := openRaftLog(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rl.close()
+	batch := func(first uint64, count uint32) string {
+		b := make([]byte, 16)
+		binary.LittleEndian.PutUint64(b[4:], first)
+		binary.LittleEndian.PutUint32(b[12:], count)
+		return string(b)
+	}
+	if err := rl.save(nil, []*pb.Entry{entry(1, 1, batch(1, 3)), entry(1, 2, ""), entry(1, 3, batch(4, 2))}, false); err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{rl: rl}
+	for _, c := range []struct{ commit, want uint64 }{{1, 3}, {2, 3}, {3, 5}, {99, 5}, {1, 5}} {
+		n.noteCommit(c.commit)
+		if got := n.knownTx.Load(); got != c.want {
+			t.Errorf("commit %d: known tx %d, want %d", c.commit, got, c.want)
+		}
 	}
 }

@@ -208,17 +208,35 @@ func (c *procCluster) createAccounts(ld int) {
 	if c.created {
 		return
 	}
-	for a := uint64(1); a <= procAccounts; a++ {
+	deadline := time.Now().Add(20 * time.Second)
+	for a := uint64(1); a <= procAccounts; {
 		body, _ := json.Marshal(OpRequest{Kind: "create_account", Account: a, Ledger: 1, Level: "replicated"})
 		resp, err := c.hc.Post("http://"+c.args[ld].HTTP+"/v1/ops", "application/json", bytes.NewReader(body))
-		if err != nil {
+		var r OpResponse
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&r)
+			resp.Body.Close()
+			if err == nil && resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("%d %+v", resp.StatusCode, r)
+			}
+		}
+		if err == nil && r.Fail != "ok" && r.Fail != "exists" {
+			c.t.Fatalf("creating account %d: %+v", a, r)
+		}
+		if err == nil {
+			a++
+			continue
+		}
+		// Leadership moved (a loaded machine stalls a replica past the
+		// election timeout): creations are idempotent, ask the leader.
+		if time.Now().After(deadline) {
 			c.t.Fatalf("creating account %d: %v", a, err)
 		}
-		var r OpResponse
-		err = json.NewDecoder(resp.Body).Decode(&r)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK || (r.Fail != "ok" && r.Fail != "exists") {
-			c.t.Fatalf("creating account %d: %d %+v %v", a, resp.StatusCode, r, err)
+		time.Sleep(20 * time.Millisecond) // polling another process: no event to wait on
+		for i := range c.args {
+			if s, serr := c.status(i); c.cmds[i] != nil && serr == nil && s.Leading {
+				ld = i
+			}
 		}
 	}
 	c.created = true
