@@ -28,8 +28,11 @@ import (
 // snapshot (a replica that installs one learns the members added before
 // it). A new replica starts with Config.Join: it waits, outside the
 // configuration, for the leader, which sends it the log or, past the
-// compacted log, a snapshot. A removed replica stops (ErrRemoved); a
-// removed leader steps down first (raft's StepDownOnRemoval).
+// compacted log, a snapshot. A removed replica stops (ErrRemoved) when it
+// applies its removal, or when a replica that applied it answers its
+// connection so (it may never get the entry: see transport); a removed
+// leader steps down first (raft's StepDownOnRemoval). Replica ids are
+// never reused.
 
 // ErrRemoved stops a replica that a configuration change removed.
 var ErrRemoved = errors.New("ledgercluster: this replica was removed from the cluster")
@@ -121,6 +124,13 @@ func (n *Node) setMembers(b book) {
 		addrs[id] = m.Raft
 	}
 	n.tr.setPeers(addrs)
+}
+
+// isGone reports whether this replica applied replica id's removal.
+func (n *Node) isGone(id uint64) bool {
+	n.memMu.Lock()
+	defer n.memMu.Unlock()
+	return n.gone[id]
 }
 
 // clientAddr returns replica id's client address, "" if unknown.
@@ -266,6 +276,9 @@ func (n *Node) applyConfChange(e *pb.Entry) error {
 		case pb.ConfChangeRemoveNode:
 			delete(b, nid)
 			removed = removed || nid == n.cfg.NodeID
+			n.memMu.Lock()
+			n.gone[nid] = true
+			n.memMu.Unlock()
 		}
 	}
 	if err := n.saveMembers(b); err != nil {

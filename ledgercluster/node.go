@@ -73,6 +73,11 @@ type Node struct {
 	voters   []uint64      // raft's voters as applied
 	confSeq  atomic.Uint64 // ids of this replica's configuration changes
 	confWait map[uint64]chan error
+	// gone: the replicas whose removal this one applied (since it
+	// started), answered so when they connect; told: a peer answered
+	// that this replica was removed.
+	gone map[uint64]bool
+	told chan struct{}
 
 	// Raft snapshots (snapshot.go).
 	snapCtx    context.Context // canceled by Stop: sends end
@@ -99,7 +104,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), pending: make(map[uint64]chan error), reads: make(map[uint64]chan readAt),
 		stop: make(chan struct{}), done: make(chan struct{}), confState: &pb.ConfState{}, sending: make(map[uint64]bool),
-		confWait: make(map[uint64]chan error)}
+		confWait: make(map[uint64]chan error), gone: make(map[uint64]bool), told: make(chan struct{}, 1)}
 	n.snapCtx, n.snapCancel = context.WithCancel(context.Background())
 	if n.auth, err = server.NewAuthenticator(cfg.Tokens); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -161,7 +166,13 @@ func Start(cfg Config) (*Node, error) {
 		addrs[id] = m.Raft
 	}
 	n.tr, err = newTransport(&n.cfg, addrs,
-		func(m *pb.Message) { n.rn.Step(context.Background(), m) }, n.rn.ReportUnreachable, n.receiveSnapshot, n.log)
+		func(m *pb.Message) { n.rn.Step(context.Background(), m) }, n.rn.ReportUnreachable, n.receiveSnapshot,
+		n.isGone, func() {
+			select {
+			case n.told <- struct{}{}:
+			default:
+			}
+		}, n.log)
 	if err != nil {
 		n.rn.Stop()
 		l.Close()
@@ -281,6 +292,12 @@ func (n *Node) run() {
 			return
 		case <-tick.C:
 			n.rn.Tick()
+		case <-n.told:
+			n.errMu.Lock()
+			n.err = ErrRemoved
+			n.errMu.Unlock()
+			n.log.Error("replica stopped: a peer applied its removal", "err", ErrRemoved)
+			return
 		case rd := <-n.rn.Ready():
 			if err := n.ready(rd); err != nil {
 				n.errMu.Lock()

@@ -31,6 +31,12 @@ import (
 // connection is a TLS connection first. A message connection (kind 0)
 // then carries frames: [u32 length][Message]. A snapshot connection (kind
 // 1) carries one MsgSnap frame and its checkpoint (snapstream.go).
+//
+// The receiver of a message connection writes nothing back, but for one
+// answer: removedAnswer, to a replica it has applied the removal of. A
+// removed replica may miss the entry that removes it (the leader stops
+// sending to it once it applies the change), and without the answer it
+// would run on, outside the configuration, for ever.
 type transport struct {
 	clusterID, self uint64
 	ln              net.Listener
@@ -45,7 +51,12 @@ type transport struct {
 	// snapshot receives a MsgSnap and its checkpoint stream; nil refuses
 	// snapshot connections.
 	snapshot func(m *pb.Message, body io.Reader) error
-	log      *slog.Logger
+	// isRemoved reports whether this replica applied replica id's
+	// removal; removed is called when a peer answers that it applied
+	// this replica's.
+	isRemoved func(id uint64) bool
+	removed   func()
+	log       *slog.Logger
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -61,6 +72,8 @@ const (
 
 	connMessages = 0
 	connSnapshot = 1
+
+	removedAnswer = 'R'
 )
 
 type peer struct {
@@ -71,7 +84,7 @@ type peer struct {
 }
 
 func newTransport(cfg *Config, peers map[uint64]string, step func(*pb.Message), unreachable func(uint64),
-	snapshot func(*pb.Message, io.Reader) error, log *slog.Logger) (*transport, error) {
+	snapshot func(*pb.Message, io.Reader) error, isRemoved func(uint64) bool, removed func(), log *slog.Logger) (*transport, error) {
 	ln := cfg.Listener
 	if ln == nil {
 		var err error
@@ -92,7 +105,7 @@ func newTransport(cfg *Config, peers map[uint64]string, step func(*pb.Message), 
 	}
 	t := &transport{clusterID: cfg.ClusterID, self: cfg.NodeID, ln: ln, token: []byte(cfg.PeerToken), peerAuth: auth, dialTLS: cfg.PeerTLS,
 		peers: make(map[uint64]*peer), step: step,
-		unreachable: unreachable, snapshot: snapshot, log: log, conns: make(map[net.Conn]struct{}), done: make(chan struct{})}
+		unreachable: unreachable, snapshot: snapshot, isRemoved: isRemoved, removed: removed, log: log, conns: make(map[net.Conn]struct{}), done: make(chan struct{})}
 	t.setPeers(peers)
 	t.wg.Add(1)
 	go t.accept()
@@ -200,6 +213,8 @@ func (t *transport) runPeer(p *peer) {
 			}
 			c, w = nc, bufio.NewWriterSize(nc, 256<<10)
 			w.Write(t.hello(connMessages))
+			t.wg.Add(1)
+			go t.watchAnswer(nc)
 		}
 		err := writeFrame(w, b)
 		for more := true; more && err == nil; { // everything queued: one write
@@ -222,6 +237,16 @@ func (t *transport) runPeer(p *peer) {
 
 // dial connects to a peer, with TLS if configured (the handshake within
 // timeout too).
+// watchAnswer reads what the peer writes back on message connection c:
+// nothing until c closes, unless the peer removed this replica.
+func (t *transport) watchAnswer(c net.Conn) {
+	defer t.wg.Done()
+	var b [1]byte
+	if _, err := io.ReadFull(c, b[:]); err == nil && b[0] == removedAnswer {
+		t.removed()
+	}
+}
+
 func (t *transport) dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
 	d := &net.Dialer{Timeout: timeout}
 	if t.dialTLS == nil {
@@ -296,6 +321,12 @@ func (t *transport) serve(c net.Conn) {
 	}
 	if t.peerAuth != nil && t.peerAuth.Check(token) != server.ReadWrite {
 		t.log.Warn("raft connection without the peer token refused", "remote", c.RemoteAddr())
+		return
+	}
+	if from := binary.LittleEndian.Uint64(hello[8:]); t.isRemoved(from) {
+		t.log.Info("raft connection from a removed replica answered so", "id", from, "remote", c.RemoteAddr())
+		c.SetWriteDeadline(time.Now().Add(time.Second))
+		c.Write([]byte{removedAnswer})
 		return
 	}
 	var buf []byte
