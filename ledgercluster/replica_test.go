@@ -499,7 +499,13 @@ func checkDirs(t *testing.T, dirs []string, acks map[uint64]ledger.TxID) {
 func TestMetricsShowHash(t *testing.T) {
 	c := startInproc(t, 3, false)
 	n := c.nodes[c.leader(10*time.Second)]
-	if _, err := n.SubmitAndWait(context.Background(), ledger.Deposit{Account: 1, Amount: 1}, ledger.Replicated); err != nil {
+	res, err := n.SubmitAndWait(context.Background(), ledger.Deposit{Account: 1, Amount: 1}, ledger.Replicated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Replicated is a quorum's raft logs; the leader's own WAL (and so the
+	// hash) may still be one fsync behind. Wait for it so the hash is settled.
+	if err := n.Ledger().Wait(context.Background(), res.ID, ledger.Committed); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(Handler(n))
