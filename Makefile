@@ -93,7 +93,7 @@ cluster:
 
 ## run: start `ledger serve` on ./data with default settings (Ctrl-C stops it cleanly).
 run:
-	cd tools && go run ./cmd/ledger serve --dir $(ROOT)/data
+	cd tools && go run ./cmd/ledger serve --index --dir $(ROOT)/data
 
 ## fuzz: run each fuzz target for 30 s (their seed corpora also run in make test).
 fuzz:

@@ -15,7 +15,6 @@ import (
 func retainingConfig(t *testing.T) Config {
 	c := replicaConfig(t)
 	c.SnapshotEvery, c.WALRetention, c.WALSegmentSize = 1500, 500, 256<<10
-	c.DisableIndex = true // else a follower keeps its WAL for the index
 	return c
 }
 
@@ -34,7 +33,7 @@ func TestFollowerRetentionAndCheckpoint(t *testing.T) {
 	// A follower with the history index on keeps the WAL its index will
 	// catch up from when it leads: all of it here.
 	icfg := retainingConfig(t)
-	icfg.DisableIndex = false
+	icfg.Index = true
 	fi, err := OpenFollower(icfg)
 	require.NoError(t, err)
 	r := &applyTo{followers: []*Ledger{f, fi}}

@@ -362,7 +362,7 @@ func TestMemoryPerAccount(t *testing.T) {
 		// The history and query indexes live in pebble, not in these
 		// tables, and their writers' buffers would add megabytes that
 		// differ from run to run.
-		l, err := Open(Config{Dir: t.TempDir(), MaxAccounts: accounts, SnapshotEvery: -1, DisableIndex: true})
+		l, err := Open(Config{Dir: t.TempDir(), MaxAccounts: accounts, SnapshotEvery: -1})
 		require.NoError(t, err)
 		rng := rand.New(rand.NewPCG(accounts, 1))
 		ops := make([]Op, 0, 4096)

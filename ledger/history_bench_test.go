@@ -61,12 +61,12 @@ func quiesce(b *testing.B, l *Ledger) {
 func BenchmarkSubmitIndex(b *testing.B) {
 	for _, c := range []struct {
 		name    string
-		off     bool
+		on      bool
 		history AccountFlags
-	}{{"off", true, 0}, {"on", false, 0}, {"history-all", false, History}} {
+	}{{"off", false, 0}, {"on", true, 0}, {"history-all", true, History}} {
 		b.Run(c.name, func(b *testing.B) {
 			n := *benchIndexAccts
-			l, err := Open(Config{Dir: b.TempDir(), MaxAccounts: n, DisableIndex: c.off})
+			l, err := Open(Config{Dir: b.TempDir(), MaxAccounts: n, Index: c.on})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func BenchmarkSubmitIndex(b *testing.B) {
 func BenchmarkAccountTransfers(b *testing.B) {
 	const accounts = 100_000
 	const hot = 1
-	l, err := Open(Config{Dir: b.TempDir(), MaxAccounts: accounts})
+	l, err := Open(Config{Dir: b.TempDir(), MaxAccounts: accounts, Index: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func BenchmarkAccountTransfers(b *testing.B) {
 func BenchmarkIndexCatchUp(b *testing.B) {
 	accounts := *benchIndexAccts
 	dir := b.TempDir()
-	cfg := Config{Dir: dir, MaxAccounts: accounts, WALRetention: -1}
+	cfg := Config{Dir: dir, MaxAccounts: accounts, WALRetention: -1, Index: true}
 	l, err := Open(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -205,7 +205,7 @@ func BenchmarkIndexCatchUp(b *testing.B) {
 		b.Fatal(err)
 	}
 	off := cfg
-	off.DisableIndex = true
+	off.Index = false
 	if l, err = Open(off); err != nil {
 		b.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func BenchmarkIndexCatchUp(b *testing.B) {
 // subtract) as well as ns/op.
 func BenchmarkIndexApply(b *testing.B) {
 	const accounts = 100_000
-	l, err := Open(Config{Dir: b.TempDir(), MaxAccounts: accounts, DisableIndex: true})
+	l, err := Open(Config{Dir: b.TempDir(), MaxAccounts: accounts})
 	if err != nil {
 		b.Fatal(err)
 	}

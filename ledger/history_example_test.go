@@ -14,7 +14,7 @@ import (
 func ExampleLedger_AccountTransfers() {
 	dir, _ := os.MkdirTemp("", "ledger-history")
 	defer os.RemoveAll(dir)
-	l, err := ledger.Open(ledger.Config{Dir: dir, MaxAccounts: 100})
+	l, err := ledger.Open(ledger.Config{Dir: dir, MaxAccounts: 100, Index: true})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -438,7 +438,7 @@ func TestHistoryModel(t *testing.T) {
 	// second's timeout expire within the workload.
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixNano())
-	cfg := Config{Dir: "/h", FS: mem, MaxAccounts: 64, RingSize: 256, SnapshotEvery: 300, WALSegmentSize: 256 << 10,
+	cfg := Config{Dir: "/h", FS: mem, MaxAccounts: 64, RingSize: 256, SnapshotEvery: 300, WALSegmentSize: 256 << 10, Index: true,
 		now: func() int64 { return clock.Add(int64(300 * time.Millisecond)) }}
 	l, err := Open(cfg)
 	require.NoError(t, err)
@@ -522,7 +522,7 @@ func TestHistoryModel(t *testing.T) {
 // index held them; Open cuts them from it and it answers as of the cut.
 func TestHistoryIndexCut(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 7))
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, SnapshotEvery: -1, WALMaxBatch: 16}
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, SnapshotEvery: -1, WALMaxBatch: 16, Index: true}
 	l, err := Open(cfg)
 	require.NoError(t, err)
 	accts, all := histAccounts(t, l, 16)
@@ -561,7 +561,7 @@ func TestHistoryIndexCut(t *testing.T) {
 // that meets it, never a wrong answer.
 func TestHistoryIndexDamage(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 9))
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, SnapshotEvery: 200}
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, SnapshotEvery: 200, Index: true}
 	l, err := Open(cfg)
 	require.NoError(t, err)
 	accts, all := histAccounts(t, l, 16)
@@ -590,8 +590,8 @@ func TestHistoryIndexDamage(t *testing.T) {
 	require.NoError(t, l.Close())
 }
 
-// TestHistoryIndexOffThenOn: an Open with the index off writes none of it;
-// the next Open with it on catches up from the WAL what that run wrote, or,
+// TestHistoryIndexOffThenOn: an Open with the index off neither writes nor
+// serves it (the index of the directory stays as it was); the next Open with it on catches up from the WAL what that run wrote, or,
 // if retention removed those segments meanwhile, restarts the index at
 // the recovered state: every History account's columns as an opening
 // record, its history from there on.
@@ -599,7 +599,7 @@ func TestHistoryIndexOffThenOn(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 11))
 	ctx := context.Background()
 	for _, prune := range []bool{false, true} {
-		cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, WALSegmentSize: 256 << 10, SnapshotEvery: -1}
+		cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, WALSegmentSize: 256 << 10, SnapshotEvery: -1, Index: true}
 		if prune {
 			cfg.SnapshotEvery, cfg.WALRetention = 200, 1
 		}
@@ -616,8 +616,10 @@ func TestHistoryIndexOffThenOn(t *testing.T) {
 		}
 		run(l, 5)
 		require.NoError(t, l.Close())
+		before := indexKeys(t, cfg.Dir)
+		require.NotEmpty(t, before)
 		off := cfg
-		off.DisableIndex = true
+		off.Index = false
 		l, err = Open(off)
 		require.NoError(t, err)
 		mark := TxID(len(all))
@@ -631,6 +633,7 @@ func TestHistoryIndexOffThenOn(t *testing.T) {
 		_, err = l.QueryTransfers(ctx, TransferFilter{Limit: 10})
 		require.ErrorIs(t, err, ErrIndexOff)
 		require.NoError(t, l.Close())
+		require.Equal(t, before, indexKeys(t, cfg.Dir), "the run without the index changed it")
 
 		l, err = Open(cfg)
 		require.NoError(t, err)

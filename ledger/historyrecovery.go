@@ -31,9 +31,14 @@ type catchUpStats struct {
 // dropped, a log cut by ledger recover) is cut from it.
 func openIndex(db *pebble.DB, cfg *Config, rs *recovered) (*indexWriter, catchUpStats, error) {
 	var cs catchUpStats
-	if cfg.DisableIndex {
-		// The index stays as it is: an Open with it on catches up from
-		// where it stopped, if the WAL still reaches back there.
+	if !cfg.Index {
+		// The index stays as it is, unserved (reads fail with
+		// ErrIndexOff): an Open with it on catches up from where it
+		// stopped, or restarts it if the WAL no longer reaches back there.
+		// A damaged state record waits for that Open too.
+		if _, last, ok, _ := readIndexState(db); ok {
+			log.Printf("ledger: %s: the history index (through tx %d) is off in this run: not updated, not served; an Open with Config.Index catches it up or restarts it", cfg.Dir, last)
+		}
 		return nil, cs, nil
 	}
 	t0 := time.Now()

@@ -137,7 +137,7 @@ type Ledger struct {
 	rep replication // replicate.go
 
 	// The history and query indexes (historyindex.go): written by the
-	// Snapshotter; nil with Config.DisableIndex or on a follower.
+	// Snapshotter; nil without Config.Index or on a follower.
 	ix      *indexWriter
 	ixCatch catchUpStats // what Open did to the index
 	_       pad
@@ -224,7 +224,7 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 			return nil, err
 		}
 		rs.ix = ix
-	} else if !cfg.DisableIndex {
+	} else if cfg.Index {
 		// A follower does not index; once it opens as a leader, the index
 		// catches up from the WAL after where it stopped, which the
 		// follower therefore keeps (walFloor).

@@ -16,9 +16,9 @@ const MaxReadLimit = 8190
 
 var (
 	// ErrIndexOff: a read of the history or query indexes on a ledger
-	// opened with Config.DisableIndex, or on a follower (the leader keeps
+	// opened without Config.Index, or on a follower (the leader keeps
 	// them).
-	ErrIndexOff = errors.New("ledger: history and query indexes are off")
+	ErrIndexOff = errors.New("ledger: history and query indexes are off (opened without Config.Index, or a follower)")
 	// ErrNoHistory: AccountTransfers, AccountBalances or BalanceAt of an
 	// account created without the History flag.
 	ErrNoHistory = errors.New("ledger: account keeps no history (created without the history flag)")

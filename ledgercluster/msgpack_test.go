@@ -22,7 +22,8 @@ import (
 // state; clients started at a follower with client.WithCluster reach the
 // leader, and when the leader stops mid-load they go on with the next one,
 // retrying with the same user_refs. Every acknowledged op is then in every
-// replica's ledger exactly once.
+// replica's ledger exactly once. With Config.Ledger.Index the leader keeps
+// the history and query indexes and a follower does not (index_off).
 func TestMsgpackClientFollowsLeader(t *testing.T) {
 	var tcp []string
 	var lns []net.Listener
@@ -35,7 +36,7 @@ func TestMsgpackClientFollowsLeader(t *testing.T) {
 	}
 	// The nodes learn the TCP addresses as a ledgercluster user configures
 	// them: Config.TCPAddrs.
-	c := startInprocEdit(t, 3, false, ledger.Config{MaxAccounts: inprocAccounts}, func(cfg *Config) {
+	c := startInprocEdit(t, 3, false, ledger.Config{MaxAccounts: inprocAccounts, Index: true}, func(cfg *Config) {
 		cfg.TCPAddrs = map[uint64]string{}
 		for i, a := range tcp {
 			cfg.TCPAddrs[uint64(i+1)] = a
@@ -92,7 +93,22 @@ func TestMsgpackClientFollowsLeader(t *testing.T) {
 	if _, err := pc.Balance(ctx, 1); err != nil {
 		t.Fatalf("balance at a follower: %v", err)
 	}
+	if _, err := pc.QueryTransfers(ctx, ledger.TransferFilter{Limit: 1}); !errors.Is(err, ledger.ErrIndexOff) {
+		t.Fatalf("query at a follower: %v, want index_off", err)
+	}
 	pc.Close()
+	lc, err := lclient.Dial(ctx, tcp[ld])
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := lc.SubmitAndWait(ctx, ledger.Deposit{Account: 2, Amount: 1}, ledger.Committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := lc.QueryTransfers(ctx, ledger.TransferFilter{Limit: 10, WaitFor: res.ID}); err != nil || len(p.Transfers) != 1 || p.Transfers[0].ID != res.ID {
+		t.Fatalf("query at the leader: %v, %d results, want tx %d", err, len(p.Transfers), res.ID)
+	}
+	lc.Close()
 
 	var (
 		mu   sync.Mutex

@@ -30,7 +30,7 @@ type Config struct {
 	TransferShare float64               // share of transfers among ops [0.5]
 	WaitStrategy  pressure.WaitStrategy // [Balanced]
 	SnapshotEvery int64                 // ledger.Config.SnapshotEvery [its default: snapshots on]
-	DisableIndex  bool                  // ledger.Config.DisableIndex [false: the history and query indexes on]
+	Index         bool                  // ledger.Config.Index [false: no history and query indexes]
 	SampleEvery   int                   // time one call in this many [64 at an offered rate, 1024 at saturation]
 	Seed          uint64
 	// Progress, if set, is called every ProgressEvery [1s] while the
@@ -110,7 +110,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	l, err := ledger.Open(ledger.Config{
 		Dir: cfg.Dir, MaxAccounts: cfg.Accounts, WaitStrategy: cfg.WaitStrategy,
-		SnapshotEvery: cfg.SnapshotEvery, DisableIndex: cfg.DisableIndex,
+		SnapshotEvery: cfg.SnapshotEvery, Index: cfg.Index,
 	})
 	if err != nil {
 		return Report{}, err

@@ -37,10 +37,9 @@ func TestHarnessShort(t *testing.T) {
 	t.Log(r)
 }
 
-// TestHarnessDisableIndex: with DisableIndex the ledger the harness runs
-// writes none of the query index's transfer blocks ("T" keys), which it
-// writes by default.
-func TestHarnessDisableIndex(t *testing.T) {
+// TestHarnessIndex: the ledger the harness runs writes the query index's
+// transfer blocks ("T" keys) only with Index.
+func TestHarnessIndex(t *testing.T) {
 	blocks := func(dir string) int {
 		db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true})
 		require.NoError(t, err)
@@ -54,15 +53,15 @@ func TestHarnessDisableIndex(t *testing.T) {
 		}
 		return n
 	}
-	for _, off := range []bool{false, true} {
+	for _, on := range []bool{false, true} {
 		dir := t.TempDir()
-		r, err := Run(context.Background(), Config{Dir: dir, Accounts: 1_000, Duration: 100 * time.Millisecond, Rate: 20_000, DisableIndex: off})
+		r, err := Run(context.Background(), Config{Dir: dir, Accounts: 1_000, Duration: 100 * time.Millisecond, Rate: 20_000, Index: on})
 		require.NoError(t, err)
 		require.Positive(t, r.Ops)
-		if off {
-			require.Zero(t, blocks(dir))
-		} else {
+		if on {
 			require.Positive(t, blocks(dir))
+		} else {
+			require.Zero(t, blocks(dir))
 		}
 	}
 }

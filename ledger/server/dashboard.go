@@ -108,6 +108,9 @@ type jsonStatus struct {
 		HTTPConns int64  `json:"http_conns"`
 		Ops       uint64 `json:"ops"`
 	} `json:"server"`
+	// HistoryIndex: the ledger keeps the history and query indexes
+	// (ledger.Config.Index, serve --index), so its history reads answer.
+	HistoryIndex bool `json:"history_index"`
 }
 
 type jsonStageStats struct {
@@ -127,7 +130,7 @@ func (s *Server) status() *jsonStatus {
 	st := s.ledger().Stats()
 	j := &jsonStatus{TimeMs: time.Now().UnixMilli(), Up: !st.Closed && !st.Failed, Closed: st.Closed, Failed: st.Failed,
 		Indexes: jsonIndexes(st.Indexes), Recovered: st.Recovered, Submitted: st.Submitted, Committed: st.Committed,
-		Snapshots: st.Snapshots, SnapshotTx: st.SnapshotTx}
+		Snapshots: st.Snapshots, SnapshotTx: st.SnapshotTx, HistoryIndex: s.ledger().IndexStats().On}
 	j.WAL.Batches, j.WAL.Bytes, j.WAL.SyncNs, j.WAL.Syncs = st.WALBatches, st.WALBytes, int64(st.WALSyncTime), st.Syncs
 	j.WAL.SyncHist.FirstNs, j.WAL.SyncHist.Counts = st.WALSyncTimes.First, st.WALSyncTimes.Counts[:]
 	for f := ledger.OK; int(f) < ledger.NumFailReasons; f++ {

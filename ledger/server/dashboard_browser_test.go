@@ -40,11 +40,12 @@ func browserPath(t *testing.T) string {
 // real server with auth on: it waits for the live indexes, looks up an
 // account, submits a transfer through the form and waits for the page to
 // show the new balance and committed index, checks that the charts have
-// points and that the page fits a phone's width, saves a screenshot, and
-// fails on any console error or uncaught exception.
+// points and that the page fits a phone's width, saves a screenshot, then
+// opens a server without the history index (its recent transfers panel
+// says it is off), and fails on any console error or uncaught exception.
 func TestDashboardBrowser(t *testing.T) {
 	exe := browserPath(t)
-	f := startServerWith(t, Config{Tokens: testTokens}, false)
+	f := startLedgerServer(t, ledger.Config{Index: true}, Config{Tokens: testTokens}, false)
 	u := f.httpURL()
 
 	// Create accounts 1 and 2 (txs 1 and 2; 2 keeps history) and fund 1
@@ -174,4 +175,12 @@ func TestDashboardBrowser(t *testing.T) {
 	// On a phone's width nothing overflows sideways.
 	do(chromedp.EmulateViewport(390, 844))
 	wait("the narrow layout", `document.documentElement.scrollWidth <= window.innerWidth`)
+
+	// A ledger without the history index (the default): the panel says
+	// so and its form is disabled, so the page sends no read that would be
+	// refused (a console error).
+	g := startServerWith(t, Config{Tokens: testTokens}, false)
+	do(chromedp.Navigate(g.httpURL() + "/#token=" + rwToken))
+	wait("the index-off notice", `document.getElementById("recent-out").textContent.includes("history index is off")`)
+	wait("the disabled form", `document.querySelector("#recent-form button").disabled && document.getElementById("recent-account").disabled`)
 }

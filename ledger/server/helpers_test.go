@@ -30,9 +30,17 @@ func startServer(t testing.TB, cfg Config) *fixture { return startServerWith(t, 
 // startServerWith is startServer, creating the accounts only if create.
 func startServerWith(t testing.TB, cfg Config, create bool) *fixture {
 	t.Helper()
+	return startLedgerServer(t, ledger.Config{}, cfg, create)
+}
+
+// startLedgerServer is startServerWith, opening the ledger with lcfg (its
+// Dir and MaxAccounts set here).
+func startLedgerServer(t testing.TB, lcfg ledger.Config, cfg Config, create bool) *fixture {
+	t.Helper()
 	f := &fixture{dir: t.TempDir()}
+	lcfg.Dir, lcfg.MaxAccounts = f.dir, testAccounts
 	var err error
-	f.l, err = ledger.Open(ledger.Config{Dir: f.dir, MaxAccounts: testAccounts})
+	f.l, err = ledger.Open(lcfg)
 	require.NoError(t, err)
 	if create {
 		f.base = createAccounts(t, f.l)

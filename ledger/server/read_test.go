@@ -16,11 +16,11 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// readFixture serves a ledger with accounts 1..9 (ledger 1; odd ones with
-// the History flag) and 300 transfers between them, and returns the last
-// transaction.
+// readFixture serves a ledger with the index, accounts 1..9 (ledger 1; odd
+// ones with the History flag) and 300 transfers between them, and returns
+// the last transaction.
 func readFixture(t *testing.T) (*fixture, ledger.TxID) {
-	f := startServerWith(t, Config{}, false)
+	f := startLedgerServer(t, ledger.Config{Index: true}, Config{}, false)
 	ctx := context.Background()
 	var ops []ledger.Op
 	for a := uint64(1); a <= 9; a++ {
@@ -297,4 +297,43 @@ func TestReadBadInputMsgpack(t *testing.T) {
 		assert.Contains(t, we.Message, c.field, c.name)
 	}
 	r.ping(999) // the connection survives
+}
+
+// TestReadsIndexOff: a ledger opened without the index (the default)
+// refuses every history and query read with index_off, over msgpack as
+// ledger.ErrIndexOff and over HTTP as 501 with code 42, and /v1/status
+// says the index is off; the current-state lookups still answer.
+func TestReadsIndexOff(t *testing.T) {
+	f := startServer(t, Config{})
+	ctx := context.Background()
+	c := f.dial(t)
+	_, err := c.AccountTransfers(ctx, 1, ledger.AccountFilter{Debits: true, Limit: 5})
+	require.ErrorIs(t, err, ledger.ErrIndexOff)
+	_, err = c.QueryTransfers(ctx, ledger.TransferFilter{Limit: 5})
+	require.ErrorIs(t, err, ledger.ErrIndexOff)
+	_, _, err = c.LookupTransfers(ctx, []ledger.TxID{1}, 0)
+	require.ErrorIs(t, err, ledger.ErrIndexOff)
+
+	u := f.httpURL()
+	for _, body := range []string{
+		getJSON(t, u+"/v1/accounts/1/transfers?limit=5&debits=true", http.StatusNotImplemented, nil),
+		getJSON(t, u+"/v1/accounts/1/balances?limit=5&debits=true", http.StatusNotImplemented, nil),
+		postJSON(t, u+"/v1/query/transfers", `{"limit":5}`, http.StatusNotImplemented, nil),
+		postJSON(t, u+"/v1/query/accounts", `{"limit":5}`, http.StatusNotImplemented, nil),
+		postJSON(t, u+"/v1/lookup/transfers", `{"ids":[1]}`, http.StatusNotImplemented, nil),
+	} {
+		var je jsonError
+		require.NoError(t, json.Unmarshal([]byte(body), &je), body)
+		assert.EqualValues(t, wire.CodeIndexOff, je.Code, body)
+		assert.Contains(t, je.Error, "Config.Index", body)
+	}
+	var acct map[string]any
+	getJSON(t, u+"/v1/accounts/1", http.StatusOK, &acct)
+	var s jsonStatus
+	getJSON(t, u+"/v1/status", http.StatusOK, &s)
+	assert.False(t, s.HistoryIndex)
+
+	g, _ := readFixture(t)
+	getJSON(t, g.httpURL()+"/v1/status", http.StatusOK, &s)
+	assert.True(t, s.HistoryIndex)
 }

@@ -148,6 +148,7 @@ function render(s) {
   setText("conns", s.server.conns + ", " + s.server.http_conns);
   renderStages(s, prev ? (s.time_ms - prev.time_ms) / 1000 : 0);
 
+  if (!prev || prev.history_index !== s.history_index) renderHistoryIndex(s.history_index);
   if (!prev || prev.indexes.committed !== x.committed) {
     if (watched !== null) lookupBalance(watched);
     if (recentWatched !== null) recentTransfers(recentWatched);
@@ -222,6 +223,23 @@ async function recentTransfers(id) {
     showError(out, "account " + id + ": " + e.message);
     delete out.dataset.asOf;
   }
+}
+
+// renderHistoryIndex enables the recent transfers panel when the ledger
+// keeps the history index, and says so when it does not (its reads would
+// be refused with index_off).
+function renderHistoryIndex(on) {
+  const out = $("recent-out");
+  for (const el of $("recent-form").elements) el.disabled = !on;
+  if (on) {
+    if (out.dataset.off) { showOut(out, ""); delete out.dataset.off; }
+    return;
+  }
+  recentWatched = null;
+  $("recent").tBodies[0].replaceChildren();
+  delete out.dataset.asOf;
+  showOut(out, "The history index is off: start the server with --index to see recent transfers.");
+  out.dataset.off = "1";
 }
 
 function describe(r) {

@@ -42,7 +42,8 @@ func benchCommand() *cli.Command {
 			&cli.Float64Flag{Name: "rate", EnvVars: []string{"LEDGER_BENCH_RATE"}, Usage: "offered tx/s over all submitters; 0 saturates"},
 			&cli.Uint64Flag{Name: "accounts", Value: 1_000_000, EnvVars: []string{"LEDGER_BENCH_ACCOUNTS"}, Usage: "accounts the ops pick from (in process: MaxAccounts)"},
 			&cli.Float64Flag{Name: "transfer-share", Value: 0.5, EnvVars: []string{"LEDGER_BENCH_TRANSFER_SHARE"}, Usage: "share of transfers among the ops"},
-			&cli.BoolFlag{Name: "disable-index", EnvVars: []string{"LEDGER_DISABLE_INDEX"}, Usage: "in process: without the history and query indexes (as serve --disable-index)"},
+			indexFlag("in process: with the history and query indexes (as serve --index)"),
+			disableIndexFlag(),
 			&cli.IntFlag{Name: "batch", Value: 1024, EnvVars: []string{"LEDGER_BENCH_BATCH"}, Usage: "with --addr: ops per submit (1: single-op submit-and-wait)"},
 			&cli.IntFlag{Name: "conns", Value: 2, EnvVars: []string{"LEDGER_BENCH_CONNS"}, Usage: "with --addr: pooled connections"},
 			waitStrategyFlag(),
@@ -82,6 +83,9 @@ func runBench(c *cli.Context) error {
 	}
 	if c.Int("submitters") < 1 || c.Int("batch") < 1 || c.Duration("duration") <= 0 {
 		return exitcode.Usage("bench: --submitters and --batch must be >= 1, --duration > 0")
+	}
+	if err := checkIndexFlags(c, "bench"); err != nil {
+		return err
 	}
 	var rep benchReport
 	var err error
@@ -164,7 +168,7 @@ func benchLocal(c *cli.Context) (benchReport, error) {
 	}
 	cfg := bench.Config{Dir: dir, Accounts: c.Uint64("accounts"), Submitters: c.Int("submitters"),
 		Duration: c.Duration("duration"), Rate: c.Float64("rate"), TransferShare: c.Float64("transfer-share"),
-		WaitStrategy: ws, DisableIndex: c.Bool("disable-index"), Stop: c.Context.Done()}
+		WaitStrategy: ws, Index: c.Bool("index"), Stop: c.Context.Done()}
 	var bar *progress.Bar
 	if every := c.Duration("progress-every"); showProgress(c, every) {
 		bar = progress.New(c.App.ErrWriter, true, cfg.Duration.Milliseconds(), "starting", every)

@@ -108,7 +108,7 @@ func serveCluster(c *cli.Context, ws pressure.WaitStrategy) error {
 		Peers: peers, ClientAddrs: clients, TCPAddrs: tcps, Join: c.Bool("join"), Dir: c.String("dir"), Logger: logger,
 		Tokens: sec.Tokens, PeerToken: c.String("peer-token"), TLS: sec.TLS, PeerTLS: peerTLS,
 		Ledger: ledger.Config{MaxAccounts: c.Uint64("max-accounts"), WaitStrategy: ws, SnapshotEvery: c.Int64("snapshot-every"),
-			DedupRetention: c.Duration("dedup-retention"), DedupRetentionTxs: c.Uint64("dedup-retention-txs")}})
+			DedupRetention: c.Duration("dedup-retention"), DedupRetentionTxs: c.Uint64("dedup-retention-txs"), Index: c.Bool("index")}})
 	if errors.Is(err, ledgercluster.ErrConfig) || errors.Is(err, ledger.ErrConfig) {
 		return exitcode.Usage("serve: %v", err)
 	}

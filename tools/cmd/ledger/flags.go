@@ -96,3 +96,24 @@ func quietFlag() *cli.BoolFlag {
 	return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, EnvVars: []string{"LEDGER_QUIET"},
 		Usage: "no progress output (progress is only ever drawn on a terminal)"}
 }
+
+// indexFlag is --index: keep the ledger's history and query indexes
+// (ledger.Config.Index), off by default.
+func indexFlag(usage string) *cli.BoolFlag {
+	return &cli.BoolFlag{Name: "index", EnvVars: []string{"LEDGER_INDEX"}, Usage: usage}
+}
+
+// disableIndexFlag is the former --disable-index, hidden: checkIndexFlags
+// refuses it, naming --index. The index is off by default now, so a run
+// that turned it off needs only to drop the flag.
+func disableIndexFlag() *cli.BoolFlag {
+	return &cli.BoolFlag{Name: "disable-index", EnvVars: []string{"LEDGER_DISABLE_INDEX"}, Hidden: true}
+}
+
+// checkIndexFlags refuses --disable-index (or LEDGER_DISABLE_INDEX).
+func checkIndexFlags(c *cli.Context, cmd string) error {
+	if c.IsSet("disable-index") {
+		return exitcode.Usage("%s: --disable-index (LEDGER_DISABLE_INDEX) is gone: the history and query indexes are off unless --index (LEDGER_INDEX) turns them on; drop it", cmd)
+	}
+	return nil
+}

@@ -8,11 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestHistoryAndQuery: ledger history and ledger query against a served
-// ledger, in text and JSON, paging with --all; bad flags are usage errors
-// (exit 2), a refused filter a failure naming the field (exit 1).
+// TestHistoryAndQuery: ledger history and ledger query against `ledger
+// serve --index`, in text and JSON, paging with --all; bad flags are usage
+// errors (exit 2), a refused filter a failure naming the field (exit 1).
 func TestHistoryAndQuery(t *testing.T) {
-	addr := startServer(t)
+	_, _, m, stop := startServe(t, t.TempDir(), "--index")
+	defer func() { require.NoError(t, stop()) }()
+	addr := m[1]
 	// withAddr puts --addr after the command's words (path).
 	withAddr := func(args []string) []string {
 		n := 1
@@ -78,4 +80,32 @@ func TestHistoryAndQuery(t *testing.T) {
 	_, stderr, code = runApp(t, "history", "--addr", addr, "--limit", "5", "8")
 	require.Equal(t, 1, code, stderr)
 	require.Contains(t, stderr, "history flag")
+}
+
+// TestIndexFlags: without --index the server keeps no history index, and
+// ledger history and query fail (exit 1) saying so; --disable-index, gone
+// now that the index is off by default, is a usage error (exit 2) naming
+// --index, for serve and bench, as a flag or as LEDGER_DISABLE_INDEX.
+func TestIndexFlags(t *testing.T) {
+	addr := startServer(t)
+	_, stderr, code := runApp(t, "account", "create", "--addr", addr, "--ledger", "1", "--flags", "history", "7")
+	require.Equal(t, 0, code, stderr)
+	for _, args := range [][]string{{"history", "--addr", addr, "7"}, {"query", "transfers", "--addr", addr}} {
+		_, stderr, code := runApp(t, args...)
+		require.Equal(t, 1, code, "%v: %s", args, stderr)
+		require.Contains(t, stderr, "indexes are off", args)
+	}
+
+	for _, args := range [][]string{
+		{"serve", "--dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "off", "--disable-index"},
+		{"bench", "--dir", t.TempDir(), "--duration", "10ms", "--disable-index"},
+	} {
+		_, stderr, code := runApp(t, args...)
+		require.Equal(t, 2, code, "%v: %s", args, stderr)
+		require.Contains(t, stderr, "--index", args)
+	}
+	t.Setenv("LEDGER_DISABLE_INDEX", "true")
+	_, stderr, code = runApp(t, "serve", "--dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "off")
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "LEDGER_DISABLE_INDEX")
 }

@@ -43,8 +43,9 @@ func serveCommand() *cli.Command {
 				Usage: "how long a user_ref is remembered across restarts: a retry within it is a duplicate (negative: only the in-memory window)"},
 			&cli.Uint64Flag{Name: "dedup-retention-txs", EnvVars: []string{"LEDGER_DEDUP_RETENTION_TXS"},
 				Usage: "also forget a user_ref once this many transactions followed it (0: no count limit)"},
-			&cli.BoolFlag{Name: "disable-index", EnvVars: []string{"LEDGER_DISABLE_INDEX"},
-				Usage: "keep no history or query index (history, query and lookup-transfers requests fail with index_off)"},
+			indexFlag("keep the history and query indexes (without it history, query and lookup-transfers requests fail with index_off); " +
+				"costs CPU and latency on every transaction: see docs/ledger.md"),
+			disableIndexFlag(),
 			&cli.IntFlag{Name: "max-conns", Value: server.DefaultMaxConns, EnvVars: []string{"LEDGER_MAX_CONNS"},
 				Usage: "most open TCP connections"},
 			&cli.IntFlag{Name: "max-inflight", Value: server.DefaultMaxInFlight, EnvVars: []string{"LEDGER_MAX_INFLIGHT"},
@@ -132,6 +133,9 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return exitcode.Usage("serve: %v", err)
 	}
+	if err := checkIndexFlags(c, "serve"); err != nil {
+		return err
+	}
 	if c.IsSet("cluster-id") {
 		return serveCluster(c, ws)
 	}
@@ -144,7 +148,7 @@ func serve(c *cli.Context) error {
 	l, err := ledger.Open(ledger.Config{Dir: c.String("dir"), MaxAccounts: c.Uint64("max-accounts"),
 		WaitStrategy: ws, SnapshotEvery: c.Int64("snapshot-every"),
 		DedupRetention: c.Duration("dedup-retention"), DedupRetentionTxs: c.Uint64("dedup-retention-txs"),
-		DisableIndex: c.Bool("disable-index")})
+		Index: c.Bool("index")})
 	if errors.Is(err, ledger.ErrConfig) {
 		return exitcode.Usage("serve: %v", err)
 	}
