@@ -19,7 +19,7 @@ func serve() (addr string, stop func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	l, err := ledger.Open(ledger.Config{Dir: dir, MaxAccounts: 1000})
+	l, err := ledger.Open(ledger.Config{Dir: dir, MaxAccounts: 1000, Index: true})
 	if err != nil {
 		log.Fatal(err)
 	}
