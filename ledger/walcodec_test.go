@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"encoding/binary"
+	"hash/crc32"
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
@@ -200,3 +202,136 @@ func BenchmarkEncodeBatch(b *testing.B) {
 
 // ext wraps entries that do not fit a record's inline space.
 func ext(es []cellEntry) *recExtra { return &recExtra{entries: es} }
+
+// encodeBatchByField is the batch layout appended field by field, as
+// encodeBatch wrote it before it grew once per record and wrote at fixed
+// offsets: the reference the fast encoder must match byte for byte.
+func encodeBatchByField(dst []byte, recs []txRecord, maxBytes int) ([]byte, int) {
+	le := binary.LittleEndian
+	start := len(dst)
+	base := recs[0].ts
+	dst = le.AppendUint32(dst, 0)
+	dst = le.AppendUint64(dst, recs[0].id)
+	dst = le.AppendUint32(dst, 0)
+	dst = le.AppendUint64(dst, uint64(base))
+	n := 0
+	entry := func(dst []byte, e cellEntry) []byte {
+		dst = le.AppendUint64(dst, e.acct)
+		dst = append(dst, byte(e.col))
+		dst = le.AppendUint64(dst, uint64(e.delta))
+		return le.AppendUint64(dst, uint64(e.value))
+	}
+	for i := range recs {
+		r := &recs[i]
+		d := r.ts - base
+		if d < 0 || d > math.MaxUint32 || (n > 0 && len(dst)-start+r.encodedLen() > maxBytes) {
+			break
+		}
+		k := byte(r.kind)
+		if r.userRef != 0 {
+			k |= hasRefFlag
+		}
+		if r.hasTransfer() {
+			k |= hasXferFlag
+		}
+		if r.extra != nil && len(r.extra.expired) > 0 {
+			k |= hasExpiryFlag
+		}
+		dst = append(dst, k, byte(r.fail))
+		dst = le.AppendUint16(dst, uint16(r.n))
+		dst = le.AppendUint32(dst, uint32(d))
+		if r.userRef != 0 {
+			dst = le.AppendUint64(dst, r.userRef)
+		}
+		if r.fail == Duplicate {
+			dst = le.AppendUint64(dst, r.orig)
+		}
+		if r.kind == KindCreateAccount {
+			m := r.account()
+			dst = le.AppendUint64(dst, m.id)
+			dst = le.AppendUint64(dst, m.userData[0])
+			dst = le.AppendUint64(dst, m.userData[1])
+			dst = le.AppendUint32(dst, m.ledger)
+			dst = le.AppendUint16(dst, m.code)
+			dst = le.AppendUint16(dst, uint16(m.flags))
+		}
+		if r.hasTransfer() {
+			dst = le.AppendUint32(dst, r.ledger)
+			dst = le.AppendUint16(dst, r.code)
+			dst = le.AppendUint16(dst, uint16(r.tflags))
+			dst = le.AppendUint64(dst, r.userData)
+			if r.tflags&resolving != 0 {
+				dst = le.AppendUint64(dst, r.orig)
+			}
+			if r.tflags&Pending != 0 {
+				dst = le.AppendUint32(dst, r.timeout)
+			}
+		}
+		if r.extra != nil && len(r.extra.expired) > 0 {
+			dst = le.AppendUint16(dst, uint16(len(r.extra.expired)))
+			for _, id := range r.extra.expired {
+				dst = le.AppendUint64(dst, id)
+			}
+			for _, e := range r.extra.exp {
+				dst = entry(dst, e)
+			}
+		}
+		for _, e := range r.entries() {
+			dst = entry(dst, e)
+		}
+		n++
+	}
+	b := dst[start:]
+	le.PutUint32(b[12:], uint32(n))
+	le.PutUint32(b[0:], crc32.Checksum(b[4:], castagnoli))
+	return dst, n
+}
+
+// encodeBatch writes the bytes the field-by-field layout gives, for
+// records of every shape (the fuzz seeds' and the harness's), into buffers
+// that must grow or have room, and splits batches at the same record.
+func TestBatchEncodingMatchesFieldByField(t *testing.T) {
+	sets := [][]txRecord{benchRecords(1000)}
+	for _, s := range walSeeds() {
+		if recs, err := decodeBatchRecords(s); err == nil && len(recs) > 0 {
+			sets = append(sets, recs)
+		}
+	}
+	require.Greater(t, len(sets), 4)
+	var withRefs []txRecord // the seeds' records again, each with a UserRef
+	for _, recs := range sets[1:] {
+		for _, r := range recs {
+			r.userRef = r.id + 1
+			withRefs = append(withRefs, r)
+		}
+	}
+	sets = append(sets, withRefs)
+	var shapes [8]int // by the kind byte's flags
+	for _, recs := range sets {
+		for _, start := range [][]byte{nil, make([]byte, 3, 40), make([]byte, 3, 1<<20)} {
+			for _, maxBytes := range []int{walMaxBytes, 300} {
+				for rest := recs; len(rest) > 0; {
+					want, wn := encodeBatchByField(append([]byte(nil), start...), rest, maxBytes)
+					got, n := encodeBatch(append([]byte(nil), start...), rest, maxBytes)
+					require.Equal(t, wn, n)
+					require.Equal(t, want, got)
+					for i := range rest[:n] {
+						r := &rest[i]
+						shapes[btoi(r.userRef != 0)|btoi(r.hasTransfer())<<1|btoi(r.extra != nil && len(r.extra.expired) > 0)<<2]++
+					}
+					rest = rest[n:]
+				}
+			}
+		}
+	}
+	for s, c := range shapes {
+		require.Positive(t, c, "no record with flags %03b (expiry, transfer, ref)", s)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
