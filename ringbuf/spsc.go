@@ -110,7 +110,7 @@ func (r *SPSC[T]) free(t uint64, want uint64) uint64 {
 //
 // The fast path is small enough to inline into the caller; keep it so.
 func (r *SPSC[T]) TryPush(v T) bool {
-	t := r.tail.Load() // own field: never written by anyone else
+	t := atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.tail))) // own field; not r.tail.Load(): see Head
 	if t-r.cachedHead >= uint64(len(r.pbuf)) {
 		// Acquire: see free.
 		r.cachedHead = r.head.Load()
@@ -195,7 +195,7 @@ func (r *SPSC[T]) avail(h uint64, want uint64) uint64 {
 //
 // The fast path is small enough to inline into the caller; keep it so.
 func (r *SPSC[T]) TryPop() (v T, ok bool) {
-	h := r.head.Load()
+	h := atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.head))) // not r.head.Load(): see Head
 	if h == r.cachedTail {
 		// Acquire: see avail.
 		r.cachedTail = r.tail.Load()
@@ -241,9 +241,15 @@ func (r *SPSC[T]) TryPopN(dst []T) int {
 // Peek returns a pointer to the oldest element without consuming it, or nil
 // if the ring is empty. The pointer stays valid until Advance. Consumer only.
 func (r *SPSC[T]) Peek() *T {
-	h := r.head.Load()
-	if r.avail(h, 1) == 0 {
-		return nil
+	h := atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.head))) // not r.head.Load(): see Head
+	// avail(h, 1), spelled out: a generic method inlined into another
+	// reloads and nil-checks the caller's dictionary.
+	if h == r.cachedTail {
+		// Acquire: see avail.
+		r.cachedTail = r.tail.Load()
+		if h == r.cachedTail {
+			return nil
+		}
 	}
 	r.peeked = 1
 	return &r.cbuf[h&r.cmask]
