@@ -177,11 +177,7 @@ func (m *Merger[T]) refresh() {
 				continue
 			}
 			hl.inHeap = true
-			if e := m.heap.e; len(e) == 0 { // a sparse merge's usual case
-				m.heap.e = append(e, hentry{arrive: p.arrive, src: int32(s)})
-			} else {
-				m.heap.push(hentry{arrive: p.arrive, src: int32(s)})
-			}
+			m.heap.push(hentry{arrive: p.arrive, src: int32(s)})
 		}
 	}
 }

@@ -20,7 +20,10 @@ type minHeap struct {
 
 // push adds x, which must not be in the heap.
 func (h *minHeap) push(x hentry) {
-	e := h.e[:len(h.e)+1] // within capacity: one entry per lane at most
+	// Within capacity: one entry per lane at most. Reslicing h.e in place
+	// stores only its length: no write barrier, no call.
+	h.e = h.e[:len(h.e)+1]
+	e := h.e
 	i := uint(len(e) - 1)
 	for i > 0 {
 		p := (i - 1) / 2
@@ -31,7 +34,6 @@ func (h *minHeap) push(x hentry) {
 		i = p
 	}
 	e[i] = x
-	h.e = e
 }
 
 // popTop removes the minimum; the heap must not be empty.
