@@ -55,14 +55,14 @@ func (m *Merger[T]) scanSpilled() (int, uint64) {
 // the message out with the ring's TryPop, which clears the slot with a plain
 // store; Peek and Advance would clear it with a call.
 func (m *Merger[T]) take(s int) item[T] {
+	if m.heapMode {
+		return m.heapPop(s)
+	}
 	src := &m.srcs[s]
+	m.known &^= 1 << (s & (heapThreshold - 1))
 	if src.spill.n == 0 {
-		if m.heapMode {
-			return m.heapPop(s)
-		}
 		it, _ := src.ring.TryPop()
 		m.hd[s&(heapThreshold-1)]++
-		m.known &^= 1 << (s & (heapThreshold - 1))
 		return it
 	}
 	it := *src.spill.front()
@@ -70,51 +70,75 @@ func (m *Merger[T]) take(s int) item[T] {
 	if src.spill.n == 0 {
 		m.spills--
 	}
-	if !m.heapMode {
-		m.known &^= 1 << (s & (heapThreshold - 1))
-		return it
-	}
-	// s is the heap's top; as in heapPop, read the lane again at once. The
-	// spill precedes the ring.
-	p := src.spill.front()
-	if p == nil {
-		p = src.ring.Peek()
-	}
-	if p != nil {
-		m.heap.replaceTop(hentry{arrive: p.arrive, src: int32(s)})
-	} else {
-		m.heap.popTop()
-		m.hot[s].inHeap = false
-	}
 	return it
 }
 
-// heapPop is take in heap mode for a lane without a spill: the lane of
-// rank s is the heap's top, with a head ready to pop. A heap of one entry,
-// a sparse merge's usual case, is updated without a call: a call costs
-// about a tenth of a pop.
+// heapPop is take in heap mode: the lane of rank s is the heap's top, with
+// a head ready to pop. It makes no call, so that it runs without a frame:
+// the heap's sift-down is here, its only use (as a method it was past the
+// inliner's budget), and a heap of one or two entries, a sparse merge's
+// usual case, needs no sift.
 func (m *Merger[T]) heapPop(s int) item[T] {
 	hl := &m.hot[s]
-	it, _ := hl.ring.TryPop() // non-empty: the heap holds its head
-	h := &m.heap
-	// Fact 3 of refresh: read the lane again after every pop.
-	if p := hl.ring.Peek(); p != nil {
-		if len(h.e) == 1 {
-			h.e[0].arrive = p.arrive
+	var it item[T]
+	var p *item[T] // the lane's next head
+	if m.spills > 0 && m.srcs[s].spill.n > 0 {
+		// The spill precedes the ring.
+		src := &m.srcs[s]
+		it = *src.spill.front()
+		src.spill.pop()
+		if src.spill.n == 0 {
+			m.spills--
+			p = hl.ring.Peek()
 		} else {
-			h.replaceTop(hentry{arrive: p.arrive, src: int32(s)})
+			p = src.spill.front()
 		}
 	} else {
-		hl.inHeap = false
-		if n := len(h.e) - 1; n == 0 {
-			h.e = h.e[:0]
-		} else {
-			// popTop, without its call and its test of n.
-			x := h.e[n]
-			h.e = h.e[:n]
-			h.replaceTop(x)
-		}
+		it, _ = hl.ring.TryPop() // non-empty: the heap holds its head
+		// Fact 3 of refresh: read the lane again after every pop.
+		p = hl.ring.Peek()
 	}
+	h := &m.heap
+	var x hentry // the entry to sift down from the top
+	if p != nil {
+		if len(h.e) == 1 {
+			h.e[0].arrive = p.arrive
+			return it
+		}
+		x = hentry{arrive: p.arrive, src: int32(s)}
+	} else {
+		hl.inHeap = false
+		n := len(h.e) - 1
+		switch n {
+		case 0:
+			h.e = h.e[:0]
+			return it
+		case 1: // the other entry is the whole heap
+			h.e[0] = h.e[1]
+			h.e = h.e[:1]
+			return it
+		}
+		x = h.e[n]
+		h.e = h.e[:n]
+	}
+	e := h.e
+	n := uint(len(e))
+	i := uint(0)
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && e[r].less(e[c]) {
+			c = r
+		}
+		if !e[c].less(x) {
+			break
+		}
+		e[i] = e[c]
+		i = c
+	}
+	e[i] = x
 	return it
 }
 

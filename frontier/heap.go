@@ -14,6 +14,8 @@ func (a hentry) less(b hentry) bool {
 // minHeap is a binary min-heap of lane heads, typed so that no operation
 // boxes an element in an interface. Its backing array is sized when lanes
 // are registered; it holds at most one entry per lane and never grows after.
+// Removing the top, with its sift-down, is Merger.heapPop's, so that a pop
+// makes no call.
 type minHeap struct {
 	e []hentry
 }
@@ -32,39 +34,6 @@ func (h *minHeap) push(x hentry) {
 		}
 		e[i] = e[p]
 		i = p
-	}
-	e[i] = x
-}
-
-// popTop removes the minimum; the heap must not be empty.
-func (h *minHeap) popTop() {
-	n := len(h.e) - 1
-	x := h.e[n]
-	h.e = h.e[:n]
-	if n > 0 {
-		h.replaceTop(x)
-	}
-}
-
-// replaceTop puts x in place of the minimum and restores the order; the
-// heap must not be empty.
-func (h *minHeap) replaceTop(x hentry) {
-	e := h.e
-	n := uint(len(e))
-	i := uint(0)
-	for {
-		c := 2*i + 1
-		if c >= n {
-			break
-		}
-		if r := c + 1; r < n && e[r].less(e[c]) {
-			c = r
-		}
-		if !e[c].less(x) {
-			break
-		}
-		e[i] = e[c]
-		i = c
 	}
 	e[i] = x
 }

@@ -346,6 +346,34 @@ func TestFlush(t *testing.T) {
 	}
 }
 
+// TestFlushIfSpillOfTwo keeps both messages of the first run of a wrapped
+// lane, so the spill holds two and the pop of its front finds the next head
+// in the spill, not the ring.
+func TestFlushIfSpillOfTwo(t *testing.T) {
+	for _, lanes := range []int{3, 70} {
+		m := New[int]()
+		var ls []*Lane[int]
+		for i := range lanes {
+			l, _ := m.AddLane(uint64(i), 4)
+			ls = append(ls, l)
+		}
+		for i := range 3 {
+			require.True(t, ls[0].TryPush(uint64(i), i))
+		}
+		assert.Equal(t, []popped{{0, 0}, {1, 1}}, drain(m, 1))
+		for i := 3; i < 6; i++ { // 2, 3 at the ring's end; 4, 5 wrapped
+			require.True(t, ls[0].TryPush(uint64(i), i))
+		}
+		require.True(t, ls[1].TryPush(4, 40))
+		assert.Equal(t, 1, m.FlushIf(func(_ uint64, v *int) bool { return *v == 4 }))
+		assert.Equal(t, 1, m.spills)
+		require.True(t, ls[0].TryPush(20, 20))
+		assert.Equal(t, []popped{{2, 2}, {3, 3}, {4, 40}, {5, 5}, {20, 20}}, drain(m, 100))
+		assert.True(t, m.Empty())
+		assert.Equal(t, 0, m.spills)
+	}
+}
+
 func TestFlushIf(t *testing.T) {
 	for _, lanes := range []int{3, 70} {
 		m := New[int]()

@@ -23,12 +23,7 @@ func (m *Merger[T]) TryPop(cycle uint64) (v T, arrive uint64, ok bool) {
 		if len(m.heap.e) == 0 || m.heap.e[0].arrive > cycle {
 			return v, 0, false
 		}
-		var it item[T]
-		if s := int(m.heap.e[0].src); m.spills == 0 {
-			it = m.heapPop(s) // take without its spill branches
-		} else {
-			it = m.take(s)
-		}
+		it := m.heapPop(int(m.heap.e[0].src))
 		return it.v, it.arrive, true
 	}
 	if m.spills == 0 {
