@@ -143,22 +143,31 @@ func (m *Merger[T]) scan(cycle uint64, take bool) (s int, a uint64, it item[T], 
 	if busy&(busy-1) == 0 && known&busy == 0 {
 		// One non-empty lane not seen yet (a sparse merge's usual case)
 		// is the minimum; caching its head would only be undone by the
-		// pop that usually follows.
-		a = rings[s].Peek().arrive // non-nil: the tail moved, only we take messages
-	} else {
-		for b := busy &^ known; b != 0; b &= b - 1 {
-			u := bits.TrailingZeros32(b) & (heapThreshold - 1)
-			m.heads[u] = rings[u].Peek().arrive
+		// pop that usually follows, which reads it in place and drops it
+		// (a copy and a ticket store, where TryPop would index the slot
+		// again). known is unchanged: bit s was clear and stays so.
+		p := rings[s].Peek() // non-nil: the tail moved, only we take messages
+		a = p.arrive
+		if !take || a > cycle {
+			return s, a, it, false
 		}
-		known |= busy
-		// s is the lowest-ranked busy lane; a later one wins only with a
-		// strictly smaller arrive.
-		a = m.heads[s]
-		for b := busy & (busy - 1); b != 0; b &= b - 1 {
-			u := bits.TrailingZeros32(b) & (heapThreshold - 1)
-			if x := m.heads[u]; x < a {
-				s, a = u, x
-			}
+		it = *p
+		rings[s].Drop()
+		hd[s]++
+		return s, a, it, true
+	}
+	for b := busy &^ known; b != 0; b &= b - 1 {
+		u := bits.TrailingZeros32(b) & (heapThreshold - 1)
+		m.heads[u] = rings[u].Peek().arrive
+	}
+	known |= busy
+	// s is the lowest-ranked busy lane; a later one wins only with a
+	// strictly smaller arrive.
+	a = m.heads[s]
+	for b := busy & (busy - 1); b != 0; b &= b - 1 {
+		u := bits.TrailingZeros32(b) & (heapThreshold - 1)
+		if x := m.heads[u]; x < a {
+			s, a = u, x
 		}
 	}
 	if !take || a > cycle {

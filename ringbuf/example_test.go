@@ -40,6 +40,21 @@ func ExampleSPSC_Reserve() {
 	// 0
 }
 
+func ExampleSPSC_Drop() {
+	r, _ := ringbuf.NewSPSC[[4]int](4)
+	r.TryPush([4]int{1, 2, 3, 4})
+	r.TryPush([4]int{5, 6, 7, 8})
+	// Read the front in place; take it only if it qualifies.
+	for p := r.Peek(); p != nil && p[0] < 5; p = r.Peek() {
+		fmt.Println(p[3])
+		r.Drop()
+	}
+	fmt.Println(r.Len())
+	// Output:
+	// 4
+	// 1
+}
+
 func ExampleMPSC() {
 	q, _ := ringbuf.NewMPSC[string](8)
 	q.TryPush("deposit")

@@ -218,6 +218,32 @@ func (r *SPSC[T]) TryPop() (v T, ok bool) {
 	return v, true
 }
 
+// Drop removes the oldest element without copying it out and reports
+// whether there was one. After Peek it consumes the element Peek returned:
+// a consumer that read the front in place through Peek drops it here for
+// less than TryPop's copy and Advance's checks. Consumer only.
+func (r *SPSC[T]) Drop() bool {
+	h := atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.head))) // not r.head.Load(): see Head
+	if h == r.cachedTail {
+		// Acquire: see avail.
+		r.cachedTail = r.tail.Load()
+		if h == r.cachedTail {
+			return false
+		}
+	}
+	if r.pointers {
+		var zero T
+		r.cbuf[h&r.cmask] = zero // drop references so the ring does not pin garbage
+	}
+	// release: our read of the slot precedes its reuse
+	if plainRelease {
+		*(*uint64)(unsafe.Pointer(&r.head)) = h + 1 // storeRelease, spelled out (see release.go)
+	} else {
+		storeRelease(&r.head, h+1)
+	}
+	return true
+}
+
 // TryPopN moves up to len(dst) of the oldest elements into dst and returns how
 // many it moved. Consumer only.
 func (r *SPSC[T]) TryPopN(dst []T) int {

@@ -118,6 +118,26 @@ func TestSPSCClearsConsumedSlots(t *testing.T) {
 	r.Peek()
 	r.Advance(1)
 	assert.Equal(t, []*int{nil, nil}, r.cbuf, "consumed slots must not pin their values")
+	r.TryPush(x)
+	require.True(t, r.Drop())
+	assert.Equal(t, []*int{nil, nil}, r.cbuf, "a dropped slot must not pin its value")
+}
+
+func TestSPSCDrop(t *testing.T) {
+	r, _ := NewSPSC[int](2)
+	r.setTickets(1<<64 - 1) // the drops cross the 2^64 wrap
+	assert.False(t, r.Drop(), "empty")
+	assert.Equal(t, 2, r.TryPushN([]int{1, 2}))
+	require.Equal(t, 1, *r.Peek())
+	assert.True(t, r.Drop())
+	assert.Equal(t, uint64(0), r.Head())
+	assert.True(t, r.TryPush(3), "the dropped slot is free again")
+	v, ok := r.TryPop()
+	assert.Equal(t, 2, v)
+	assert.True(t, ok)
+	assert.True(t, r.Drop())
+	assert.False(t, r.Drop())
+	assert.Zero(t, r.Len())
 }
 
 // TestSPSCTicketWrap runs pushes and pops across the 2^32 and 2^64 ticket
@@ -258,6 +278,14 @@ func TestSPSCStress(t *testing.T) {
 		r.Advance(len(p))
 		return want + uint64(len(p)), true
 	}
+	popDrop := func(r *SPSC[uint64], want uint64, _ []uint64) (uint64, bool) {
+		p := r.Peek()
+		if p == nil {
+			return want, true
+		}
+		v := *p
+		return want + 1, r.Drop() && v == want
+	}
 	cases := []struct {
 		name     string
 		capacity int
@@ -270,6 +298,7 @@ func TestSPSCStress(t *testing.T) {
 		{"mixed", 128, reserve, popBatch},
 		{"one-slot", 1, single, popOne},
 		{"one-slot-batch", 1, batch, popInPlace},
+		{"one-slot-drop", 1, single, popDrop},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -296,6 +325,9 @@ func TestSPSCNoAllocs(t *testing.T) {
 		r.Commit(len(s))
 		p := r.PeekN(4)
 		r.Advance(len(p))
+		r.TryPush(v)
+		r.Peek()
+		r.Drop()
 		_ = r.Len()
 	})
 	assert.Zero(t, allocs)
