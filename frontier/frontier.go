@@ -165,8 +165,8 @@ func (m *Merger[T]) heapPop(s int) item[T] {
 //     order before the Or.
 //  3. A lane outside the heap whose bit is observed is read at once (below);
 //     a lane in the heap is read again after every pop of its head
-//     (heapPop, take), and leaves the heap only when such a read finds it
-//     empty.
+//     (heapPop, through which every heap-mode pop goes), and leaves the
+//     heap only when such a read finds it empty.
 //
 // So a pushed message is delivered: by 1, some Swap observes its Or; if the
 // lane is then outside the heap, the read that follows sees the message (2);
