@@ -160,13 +160,7 @@ func (l *Ledger) historyScan(ctx context.Context, account uint64, f *AccountFilt
 	if err != nil {
 		return scanInfo{ReadInfo: info}, err
 	}
-	if pos != 0 {
-		if f.Reverse {
-			hi = min(hi, pos-1)
-		} else {
-			lo = max(lo, pos+1)
-		}
-	}
+	lo, hi = afterCursor(lo, hi, pos, f.Reverse)
 	out := scanInfo{ReadInfo: info}
 	if lo > hi {
 		return out, nil

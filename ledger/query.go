@@ -91,26 +91,16 @@ func (l *Ledger) QueryTransfers(ctx context.Context, f TransferFilter) (Transfer
 	if err != nil {
 		return p, err
 	}
-	if pos != 0 {
-		if f.Reverse {
-			hi = min(hi, pos-1)
-		} else {
-			lo = max(lo, pos+1)
-		}
-	}
+	lo, hi = afterCursor(lo, hi, pos, f.Reverse)
 	if lo > hi {
 		return p, nil
 	}
-	var posts []postingList
-	if f.Ledger != 0 {
-		posts = append(posts, postingList{prefix: postingPrefix(prefixTxPosting, fieldLedger, u32Value(f.Ledger))})
-	}
-	if f.Code != 0 {
-		posts = append(posts, postingList{prefix: postingPrefix(prefixTxPosting, fieldCode, u16Value(f.Code))})
-	}
+	var ud *[16]byte
 	if f.UserData != 0 {
-		posts = append(posts, postingList{prefix: postingPrefix(prefixTxPosting, fieldUserData, u64Value(f.UserData))})
+		v := u64Value(f.UserData)
+		ud = &v
 	}
+	posts := fieldPostings(prefixTxPosting, f.Ledger, f.Code, ud)
 	var t walTx
 	var last uint64
 	err = l.scanTransfers(posts, lo, hi, f.Reverse, func(b *block, id uint64) (bool, error) {
@@ -334,26 +324,16 @@ func (l *Ledger) QueryAccounts(ctx context.Context, q AccountQuery) (AccountsPag
 	}
 	defer l.exit()
 	lo, hi := uint64(1), l.visible.Load()-1
-	if pos != 0 {
-		if q.Reverse {
-			hi = min(hi, pos-1)
-		} else {
-			lo = max(lo, pos+1)
-		}
-	}
+	lo, hi = afterCursor(lo, hi, pos, q.Reverse)
 	if lo > hi {
 		return p, nil
 	}
-	var posts []postingList
-	if q.Ledger != 0 {
-		posts = append(posts, postingList{prefix: postingPrefix(prefixAcctPosting, fieldLedger, u32Value(q.Ledger))})
-	}
-	if q.Code != 0 {
-		posts = append(posts, postingList{prefix: postingPrefix(prefixAcctPosting, fieldCode, u16Value(q.Code))})
-	}
+	var ud *[16]byte
 	if q.UserData != [2]uint64{} {
-		posts = append(posts, postingList{prefix: postingPrefix(prefixAcctPosting, fieldUserData, userDataValue(q.UserData))})
+		v := userDataValue(q.UserData)
+		ud = &v
 	}
+	posts := fieldPostings(prefixAcctPosting, q.Ledger, q.Code, ud)
 	if len(posts) == 0 {
 		posts = append(posts, postingList{prefix: postingPrefix(prefixAcctPosting, fieldAll, [16]byte{})})
 	}
@@ -411,4 +391,33 @@ func (l *Ledger) QueryAccounts(ctx context.Context, q AccountQuery) (AccountsPag
 		p.Next = makeCursor(readQueryAccounts, fh, slots[len(slots)-1])
 	}
 	return p, nil
+}
+
+// afterCursor narrows lo..hi to the ids after pos in the read's direction
+// (pos 0: no cursor).
+func afterCursor(lo, hi, pos uint64, reverse bool) (uint64, uint64) {
+	switch {
+	case pos == 0:
+	case reverse:
+		hi = min(hi, pos-1)
+	default:
+		lo = max(lo, pos+1)
+	}
+	return lo, hi
+}
+
+// fieldPostings returns the posting lists under prefix of the fields a
+// filter sets: ledger and code when non-zero, user data when not nil.
+func fieldPostings(prefix byte, ledger uint32, code uint16, userData *[16]byte) []postingList {
+	var posts []postingList
+	if ledger != 0 {
+		posts = append(posts, postingList{prefix: postingPrefix(prefix, fieldLedger, u32Value(ledger))})
+	}
+	if code != 0 {
+		posts = append(posts, postingList{prefix: postingPrefix(prefix, fieldCode, u16Value(code))})
+	}
+	if userData != nil {
+		posts = append(posts, postingList{prefix: postingPrefix(prefix, fieldUserData, *userData)})
+	}
+	return posts
 }
