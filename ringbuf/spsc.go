@@ -221,7 +221,8 @@ func (r *SPSC[T]) TryPop() (v T, ok bool) {
 // Drop removes the oldest element without copying it out and reports
 // whether there was one. After Peek it consumes the element Peek returned:
 // a consumer that read the front in place through Peek drops it here for
-// less than TryPop's copy and Advance's checks. Consumer only.
+// less than TryPop's copy and Advance's checks. It ends any peek: an
+// Advance after it panics until the next Peek or PeekN. Consumer only.
 func (r *SPSC[T]) Drop() bool {
 	h := atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.head))) // not r.head.Load(): see Head
 	if h == r.cachedTail {
@@ -235,6 +236,7 @@ func (r *SPSC[T]) Drop() bool {
 		var zero T
 		r.cbuf[h&r.cmask] = zero // drop references so the ring does not pin garbage
 	}
+	r.peeked = 0
 	// release: our read of the slot precedes its reuse
 	if plainRelease {
 		*(*uint64)(unsafe.Pointer(&r.head)) = h + 1 // storeRelease, spelled out (see release.go)

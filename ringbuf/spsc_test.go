@@ -130,6 +130,7 @@ func TestSPSCDrop(t *testing.T) {
 	assert.Equal(t, 2, r.TryPushN([]int{1, 2}))
 	require.Equal(t, 1, *r.Peek())
 	assert.True(t, r.Drop())
+	assert.Panics(t, func() { r.Advance(1) }, "Drop ends the peek: 2 was never peeked")
 	assert.Equal(t, uint64(0), r.Head())
 	assert.True(t, r.TryPush(3), "the dropped slot is free again")
 	v, ok := r.TryPop()
