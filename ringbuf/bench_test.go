@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -128,6 +129,40 @@ func handoff[T any](b *testing.B, size string) {
 			<-c
 		}
 	})
+}
+
+// BenchmarkLinePingPong measures the host, not the ring: two goroutines
+// hand one cache line back and forth, and ns/op is one one-way transfer.
+// The unbatched 256 B handoff costs about one such transfer per element,
+// and the transfer time changes with where the host runs the two vCPUs
+// (docs/ringbuf.md, "The 256 B slow mode"); run it beside Handoff to read
+// a handoff figure against the host it ran on.
+func BenchmarkLinePingPong(b *testing.B) {
+	var line struct {
+		v atomic.Uint64
+		_ [cacheLinePad - 8]byte
+	}
+	n := uint64(b.N+1) / 2
+	await := func(want uint64) {
+		for spins := 1; line.v.Load() != want; spins++ {
+			if spins&1023 == 0 {
+				runtime.Gosched() // one P: let the peer run
+			}
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := uint64(1); i <= n; i++ {
+			await(2*i - 1)
+			line.v.Store(2 * i)
+		}
+	}()
+	for i := uint64(1); i <= n; i++ {
+		line.v.Store(2*i - 1)
+		await(2 * i)
+	}
+	<-done
 }
 
 func BenchmarkMPSC(b *testing.B) {
