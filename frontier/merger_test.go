@@ -346,24 +346,33 @@ func TestFlush(t *testing.T) {
 	}
 }
 
+// wrappedLane0 returns a merger of lanes lanes of capacity 4 whose lane 0
+// has wrapped its ring: 0 to 5 pushed at arrivals 0 to 5, 0 and 1 popped,
+// so 2 and 3 sit at the ring's end and 4 and 5 at its start.
+func wrappedLane0(t *testing.T, lanes int) (*Merger[int], []*Lane[int]) {
+	t.Helper()
+	m := New[int]()
+	var ls []*Lane[int]
+	for i := range lanes {
+		l, _ := m.AddLane(uint64(i), 4)
+		ls = append(ls, l)
+	}
+	for i := range 3 {
+		require.True(t, ls[0].TryPush(uint64(i), i))
+	}
+	require.Equal(t, []popped{{0, 0}, {1, 1}}, drain(m, 1))
+	for i := 3; i < 6; i++ {
+		require.True(t, ls[0].TryPush(uint64(i), i))
+	}
+	return m, ls
+}
+
 // TestFlushIfSpillOfTwo keeps both messages of the first run of a wrapped
 // lane, so the spill holds two and the pop of its front finds the next head
 // in the spill, not the ring.
 func TestFlushIfSpillOfTwo(t *testing.T) {
 	for _, lanes := range []int{3, 70} {
-		m := New[int]()
-		var ls []*Lane[int]
-		for i := range lanes {
-			l, _ := m.AddLane(uint64(i), 4)
-			ls = append(ls, l)
-		}
-		for i := range 3 {
-			require.True(t, ls[0].TryPush(uint64(i), i))
-		}
-		assert.Equal(t, []popped{{0, 0}, {1, 1}}, drain(m, 1))
-		for i := 3; i < 6; i++ { // 2, 3 at the ring's end; 4, 5 wrapped
-			require.True(t, ls[0].TryPush(uint64(i), i))
-		}
+		m, ls := wrappedLane0(t, lanes)
 		require.True(t, ls[1].TryPush(4, 40))
 		assert.Equal(t, 1, m.FlushIf(func(_ uint64, v *int) bool { return *v == 4 }))
 		assert.Equal(t, 1, m.spills)
@@ -376,20 +385,7 @@ func TestFlushIfSpillOfTwo(t *testing.T) {
 
 func TestFlushIf(t *testing.T) {
 	for _, lanes := range []int{3, 70} {
-		m := New[int]()
-		var ls []*Lane[int]
-		for i := range lanes {
-			l, _ := m.AddLane(uint64(i), 4)
-			ls = append(ls, l)
-		}
-		// Wrap lane 0's ring: push 3, pop 2, push 3 more.
-		for i := range 3 {
-			require.True(t, ls[0].TryPush(uint64(i), i))
-		}
-		assert.Equal(t, []popped{{0, 0}, {1, 1}}, drain(m, 1))
-		for i := 3; i < 6; i++ {
-			require.True(t, ls[0].TryPush(uint64(i), i))
-		}
+		m, ls := wrappedLane0(t, lanes)
 		for i := 10; i < 14; i++ {
 			require.True(t, ls[1].TryPush(uint64(i), i))
 		}
