@@ -160,6 +160,9 @@ func queryCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
+					if c.Uint("ledger") > 1<<32-1 {
+						return exitcode.Usage("query transfers: --ledger %d out of range (0 to 4294967295)", c.Uint("ledger"))
+					}
 					f := ledger.TransferFilter{Ledger: uint32(c.Uint("ledger")), MinTimestamp: pa.since, MaxTimestamp: pa.until,
 						Limit: pa.limit, Reverse: pa.reverse, Cursor: pa.cursor, WaitFor: pa.waitFor}
 					cl, ctx, done, err := dial(c)
@@ -216,8 +219,11 @@ func queryCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
+					if c.Uint("ledger") > 1<<32-1 {
+						return exitcode.Usage("query accounts: --ledger %d out of range (0 to 4294967295)", c.Uint("ledger"))
+					}
 					if c.Uint("code") > 1<<16-1 {
-						return exitcode.Usage("--code %d above 65535", c.Uint("code"))
+						return exitcode.Usage("query accounts: --code %d out of range (0 to 65535)", c.Uint("code"))
 					}
 					q := ledger.AccountQuery{Ledger: uint32(c.Uint("ledger")), Code: uint16(c.Uint("code")),
 						UserData: [2]uint64{c.Uint64("user-data-0"), c.Uint64("user-data-1")}, MinTimestamp: pa.since,

@@ -70,9 +70,15 @@ func TestHistoryAndQuery(t *testing.T) {
 		{"history", "--debits-only", "--credits-only", "7"},
 		{"history"},
 		{"query", "transfers", "extra"},
+		{"query", "transfers", "--ledger", "4294967297"},
+		{"query", "accounts", "--ledger", "4294967297"},
+		{"query", "accounts", "--code", "65536"},
 	} {
 		_, stderr, code := runApp(t, withAddr(args)...)
 		require.Equal(t, 2, code, "%v: %s", args, stderr)
+		if args[0] == "query" && len(args) == 4 {
+			require.Contains(t, stderr, args[2]+" "+args[3]+" out of range", args)
+		}
 	}
 	_, stderr, code := runApp(t, "history", "--addr", addr, "--limit", "9000", "7")
 	require.Equal(t, 1, code, stderr)
