@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/client"
 	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
@@ -86,43 +88,65 @@ func historyCommand() *cli.Command {
 			}
 			f := ledger.AccountFilter{Debits: !c.Bool("credits-only"), Credits: !c.Bool("debits-only"), MinTimestamp: pa.since,
 				MaxTimestamp: pa.until, Limit: pa.limit, Reverse: pa.reverse, Cursor: pa.cursor, WaitFor: pa.waitFor}
-			cl, ctx, done, err := dial(c)
-			if err != nil {
-				return err
-			}
-			defer done()
-			w := c.App.Writer
-			for {
+			return printPages(c, pa.all, func(ctx context.Context, cl *client.Client, cursor ledger.Cursor) (page, error) {
+				f.Cursor = cursor
 				p, err := cl.AccountTransfers(ctx, a[0], f)
 				if err != nil {
-					return err
+					return page{}, err
 				}
-				if c.Bool("json") {
-					out := jsonHistory{jsonRead: readJSON(p.ReadInfo), Next: p.Next, Transfers: make([]jsonAccountTransfer, len(p.Transfers))}
-					for i := range p.Transfers {
-						out.Transfers[i] = jsonAccountTransfer{toJSONResult(&p.Transfers[i].Result), toJSONBalance(&p.Transfers[i].Balance)}
-					}
-					if err := writeJSON(w, out); err != nil {
-						return err
-					}
-				} else {
-					printHistory(w, a[0], &p)
+				out := jsonHistory{jsonRead: readJSON(p.ReadInfo), Next: p.Next, Transfers: make([]jsonAccountTransfer, len(p.Transfers))}
+				for i := range p.Transfers {
+					out.Transfers[i] = jsonAccountTransfer{toJSONResult(&p.Transfers[i].Result), toJSONBalance(&p.Transfers[i].Balance)}
 				}
-				if !pa.all || p.Next == "" {
-					return nil
-				}
-				f.Cursor = p.Next
-			}
+				return page{p.ReadInfo, p.Next, out, func(w io.Writer) { printHistory(w, a[0], &p) }}, nil
+			}, pa.cursor)
 		},
 	}
 }
 
-func printRead(w io.Writer, r ledger.ReadInfo) {
-	fmt.Fprintf(w, "as of tx %d (committed %d)\n", r.AsOf, r.Committed)
+// page is one page of a paged read: what it says of the index, its
+// cursor, its JSON form and how to print its items as text.
+type page struct {
+	read  ledger.ReadInfo
+	next  ledger.Cursor
+	json  any
+	print func(io.Writer)
+}
+
+// printPages dials the server and prints the page fetch returns for
+// cursor, in JSON (--json) or as text between the index line and the next
+// cursor; with all it follows the cursors to the last page.
+func printPages(c *cli.Context, all bool, fetch func(context.Context, *client.Client, ledger.Cursor) (page, error), cursor ledger.Cursor) error {
+	cl, ctx, done, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	w := c.App.Writer
+	for {
+		p, err := fetch(ctx, cl, cursor)
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			if err := writeJSON(w, p.json); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(w, "as of tx %d (committed %d)\n", p.read.AsOf, p.read.Committed)
+			p.print(w)
+			if p.next != "" {
+				fmt.Fprintf(w, "next page: --cursor %s\n", p.next)
+			}
+		}
+		if !all || p.next == "" {
+			return nil
+		}
+		cursor = p.next
+	}
 }
 
 func printHistory(w io.Writer, account uint64, p *ledger.AccountTransfersPage) {
-	printRead(w, p.ReadInfo)
 	for _, t := range p.Transfers {
 		var delta int64
 		for _, e := range t.Entries {
@@ -137,9 +161,6 @@ func printHistory(w io.Writer, account uint64, p *ledger.AccountTransfersPage) {
 		b := t.Balance
 		fmt.Fprintf(w, "tx %d  %s  %-10s %+d  debits_posted %d credits_posted %d debits_pending %d credits_pending %d\n",
 			t.ID, formatTs(t.Timestamp), t.Kind, delta, b.DebitsPosted, b.CreditsPosted, b.DebitsPending, b.CreditsPending)
-	}
-	if p.Next != "" {
-		fmt.Fprintf(w, "next page: --cursor %s\n", p.Next)
 	}
 }
 
@@ -165,27 +186,17 @@ func queryCommand() *cli.Command {
 					}
 					f := ledger.TransferFilter{Ledger: uint32(c.Uint("ledger")), MinTimestamp: pa.since, MaxTimestamp: pa.until,
 						Limit: pa.limit, Reverse: pa.reverse, Cursor: pa.cursor, WaitFor: pa.waitFor}
-					cl, ctx, done, err := dial(c)
-					if err != nil {
-						return err
-					}
-					defer done()
-					w := c.App.Writer
-					for {
+					return printPages(c, pa.all, func(ctx context.Context, cl *client.Client, cursor ledger.Cursor) (page, error) {
+						f.Cursor = cursor
 						p, err := cl.QueryTransfers(ctx, f)
 						if err != nil {
-							return err
+							return page{}, err
 						}
-						if c.Bool("json") {
-							out := jsonQueryTransfers{jsonRead: readJSON(p.ReadInfo), Next: p.Next, Transfers: make([]*jsonResult, len(p.Transfers))}
-							for i := range p.Transfers {
-								out.Transfers[i] = toJSONResult(&p.Transfers[i])
-							}
-							if err := writeJSON(w, out); err != nil {
-								return err
-							}
-						} else {
-							printRead(w, p.ReadInfo)
+						out := jsonQueryTransfers{jsonRead: readJSON(p.ReadInfo), Next: p.Next, Transfers: make([]*jsonResult, len(p.Transfers))}
+						for i := range p.Transfers {
+							out.Transfers[i] = toJSONResult(&p.Transfers[i])
+						}
+						return page{p.ReadInfo, p.Next, out, func(w io.Writer) {
 							for _, t := range p.Transfers {
 								fmt.Fprintf(w, "tx %d  %s  %s", t.ID, formatTs(t.Timestamp), t.Kind)
 								for _, e := range t.Entries {
@@ -193,15 +204,8 @@ func queryCommand() *cli.Command {
 								}
 								fmt.Fprintln(w)
 							}
-							if p.Next != "" {
-								fmt.Fprintf(w, "next page: --cursor %s\n", p.Next)
-							}
-						}
-						if !pa.all || p.Next == "" {
-							return nil
-						}
-						f.Cursor = p.Next
-					}
+						}}, nil
+					}, pa.cursor)
 				},
 			},
 			{
@@ -228,40 +232,23 @@ func queryCommand() *cli.Command {
 					q := ledger.AccountQuery{Ledger: uint32(c.Uint("ledger")), Code: uint16(c.Uint("code")),
 						UserData: [2]uint64{c.Uint64("user-data-0"), c.Uint64("user-data-1")}, MinTimestamp: pa.since,
 						MaxTimestamp: pa.until, Limit: pa.limit, Reverse: pa.reverse, Cursor: pa.cursor, WaitFor: pa.waitFor}
-					cl, ctx, done, err := dial(c)
-					if err != nil {
-						return err
-					}
-					defer done()
-					w := c.App.Writer
-					for {
+					return printPages(c, pa.all, func(ctx context.Context, cl *client.Client, cursor ledger.Cursor) (page, error) {
+						q.Cursor = cursor
 						p, err := cl.QueryAccounts(ctx, q)
 						if err != nil {
-							return err
+							return page{}, err
 						}
-						if c.Bool("json") {
-							out := jsonAccountsPage{jsonRead: readJSON(p.ReadInfo), Next: p.Next, Accounts: make([]*jsonAccount, len(p.Accounts))}
-							for i := range p.Accounts {
-								out.Accounts[i] = toJSONAccount(&p.Accounts[i], true)
-							}
-							if err := writeJSON(w, out); err != nil {
-								return err
-							}
-						} else {
-							printRead(w, p.ReadInfo)
+						out := jsonAccountsPage{jsonRead: readJSON(p.ReadInfo), Next: p.Next, Accounts: make([]*jsonAccount, len(p.Accounts))}
+						for i := range p.Accounts {
+							out.Accounts[i] = toJSONAccount(&p.Accounts[i], true)
+						}
+						return page{p.ReadInfo, p.Next, out, func(w io.Writer) {
 							for _, a := range p.Accounts {
 								fmt.Fprintf(w, "account %d  ledger %d  code %d  flags %v  user_data %d,%d  balance %d\n",
 									a.ID, a.Ledger, a.Code, a.Flags.Names(), a.UserData[0], a.UserData[1], a.Balance())
 							}
-							if p.Next != "" {
-								fmt.Fprintf(w, "next page: --cursor %s\n", p.Next)
-							}
-						}
-						if !pa.all || p.Next == "" {
-							return nil
-						}
-						q.Cursor = p.Next
-					}
+						}}, nil
+					}, pa.cursor)
 				},
 			},
 		},
