@@ -440,7 +440,7 @@ func (l *Ledger) push(r *request) (TxID, error) {
 		return 0, err
 	}
 	defer l.exit()
-	l.txStage.Wake() // a parked Transactor starts waking while we publish
+	l.txStage.Prewake() // a parked Transactor starts waking while we publish
 	var bo backoff
 	for {
 		t, ok := l.seq.TryPush(*r)
@@ -514,7 +514,7 @@ func (l *Ledger) submitBatch(ops []Op, fn func(Result, error), level Level) (fir
 		return 0, 0, err
 	}
 	defer l.exit()
-	l.txStage.Wake()
+	l.txStage.Prewake() // as in push
 	var bo backoff
 	for {
 		t, ok := l.seq.TryPushN(reqs)

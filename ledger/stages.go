@@ -1,11 +1,14 @@
 package ledger
 
 import (
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lanework/lanework/ledger/internal/wal"
 	"github.com/lanework/lanework/pressure"
+	"github.com/lanework/lanework/ringbuf"
 )
 
 // The pipeline's invariants. Every change to the stage code keeps them;
@@ -399,15 +402,15 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 				l.touchCells(recs[i:min(i+touchAhead, len(recs))])
 			}
 			r := &recs[i]
-			// The resulting balance is stored, not added: a single atomic
-			// store per entry, and readers never see a torn value.
+			// The resulting balance is stored, not added: a single store
+			// per entry, and readers never see a torn value.
 			if r.extra != nil {
 				for _, e := range r.extra.exp { // the expiry scan's, first
-					l.readable[e.cell].Store(e.value)
+					l.storeCell(e.cell, e.value)
 				}
 			}
 			for _, e := range r.entries() {
-				l.readable[e.cell].Store(e.value)
+				l.storeCell(e.cell, e.value)
 			}
 			if (r.kind == KindTransfer || r.extra != nil) && r.bookOp(&op) {
 				if err := l.snapBook.applyOp(&op, l.closedBits.set); err != nil {
@@ -475,9 +478,25 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 	}
 }
 
+// storeCell stores v into readable cell c with a release store, not
+// sync/atomic's sequentially consistent one (a locked XCHG on amd64, which
+// also keeps the misses of the next stores from overlapping). The
+// Snapshotter is the cells' only writer and every reader loads them with
+// atomic loads, so a release store is enough: an aligned 8-byte store is
+// never torn, and what readers rely on is ordered by release alone. The
+// Snapshot index, stored after a batch's cells, is a release too, so a
+// reader that loads it and then a cell sees the batch's value or a newer
+// one; and a persister that loads a cell's new value, then applying, sees
+// the applying stored before it. The argument steps outside the Go memory
+// model as ringbuf's does (ringbuf/release.go); race builds use
+// sync/atomic stores and check it within the model.
+func (l *Ledger) storeCell(c uint32, v int64) {
+	ringbuf.StoreRelease((*atomic.Uint64)(unsafe.Pointer(&l.readable[c])), uint64(v))
+}
+
 // touchCells loads the readable cells the entries of recs store into, so
-// that their cache misses overlap: each atomic store (a locked XCHG on
-// amd64) would otherwise wait for its line alone. The compiler keeps an
+// that their cache misses overlap: stores leave the store buffer in order,
+// and each would otherwise wait for its line alone. The compiler keeps an
 // atomic load whose value is unused.
 func (l *Ledger) touchCells(recs []txRecord) {
 	for i := range recs {
