@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 var (
@@ -257,7 +259,12 @@ func BenchmarkIndexApply(b *testing.B) {
 	defer l.Close()
 	createFlagged(b, l, accounts, func(uint64) AccountFlags { return 0 })
 	settle(b, l)
-	ix := newIndexWriter(l.db, l.accts, accounts)
+	ixdb, err := openIndexStore(&Config{FS: vfs.Default, Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ixdb.Close()
+	ix := newIndexWriter(ixdb, l.accts, accounts)
 	defer ix.b.Close()
 	ix.from, ix.last = 1<<40, 1<<40-1 // ids far above the ledger's own
 	ops := benchOps(snapshotterRun, accounts)

@@ -573,14 +573,14 @@ func TestHistoryIndexDamage(t *testing.T) {
 	}
 	require.NoError(t, l.Close())
 
-	setValue(t, cfg.Dir, indexStateKey, func(v []byte) []byte { v[6] ^= 1; return v })
+	setIndexValue(t, cfg.Dir, indexStateKey, func(v []byte) []byte { v[6] ^= 1; return v })
 	l, err = Open(cfg)
 	require.NoError(t, err)
 	require.Equal(t, uint64(len(all)), l.IndexStats().CaughtUp, "rebuilt from the first transaction")
 	checkIndex(t, l, newHistModel(all), rng)
 	require.NoError(t, l.Close())
 
-	setValue(t, cfg.Dir, idKey(prefixBlock, 1), func(v []byte) []byte { v[len(v)/2] ^= 1; return v })
+	setIndexValue(t, cfg.Dir, idKey(prefixBlock, 1), func(v []byte) []byte { v[len(v)/2] ^= 1; return v })
 	l, err = Open(cfg)
 	require.NoError(t, err)
 	_, _, err = l.LookupTransfers(context.Background(), []TxID{1}, 0)

@@ -513,6 +513,7 @@ func (l *Ledger) runPersister() {
 	var buf []byte
 	keep := retentionOf(&l.cfg)
 	prunedID, prunedTs := l.recovered.last, wallNow(&l.cfg) // Open pruned
+	var ixFlushed uint64                                    // the index's mark its store's last Flush made durable (indexFloor)
 	for s := range l.persistCh {
 		var err error
 		var hook func(uint32)
@@ -528,7 +529,12 @@ func (l *Ledger) runPersister() {
 			if f := l.rep.walFloor; f != 0 {
 				keep = min(keep, f)
 			}
-			_, err = l.wal.RemoveBelow(keep)
+			if l.ixdb != nil { // none the index store's catch-up may need
+				keep, err = l.indexFloor(keep, &ixFlushed)
+			}
+			if err == nil {
+				_, err = l.wal.RemoveBelow(keep)
+			}
 		}
 		// As of the snapshot's transaction: whatever it finds expired is
 		// expired for every transaction the Transactor executes later.
