@@ -103,6 +103,11 @@ type indexWriter struct {
 	// no look at its accounts.
 	ledger uint32
 	mixed  bool
+	// live: the Snapshotter writes, and its batches carry no "I" record:
+	// each one's last block marks its end (readIndexState), which spares
+	// a memtable insert per batch. Open's batches (catch-up, cut,
+	// restart) write it.
+	live bool
 	// For Stats.
 	written atomic.Uint64 // transactions indexed since Open (catch-up included)
 }
@@ -373,22 +378,28 @@ func (ix *indexWriter) blocks(recs []txRecord, raw bool) error {
 			v = append(v, ix.posts[i].field)
 			v = append(v, pv[:]...)
 		}
-		pos := uint32(batchHeaderLen)
-		for j := range blk {
-			v = binary.LittleEndian.AppendUint32(v, pos)
-			pos += uint32(blk[j].encodedLen())
-		}
 		if raw {
+			// The transactions' encodings are consecutive in ix.raw: one
+			// copy, then each one's timestamp rebased on the block's.
+			txs := ix.txs[off : off+n]
+			for _, t := range txs {
+				v = binary.LittleEndian.AppendUint32(v, batchHeaderLen+t.off-txs[0].off)
+			}
 			v = binary.LittleEndian.AppendUint32(v, 0)
 			v = binary.LittleEndian.AppendUint64(v, first)
 			v = binary.LittleEndian.AppendUint32(v, uint32(n))
 			v = binary.LittleEndian.AppendUint64(v, uint64(base))
-			for j, t := range ix.txs[off : off+n] {
-				at := len(v)
-				v = append(v, ix.raw[t.off:t.off+t.n]...)
-				binary.LittleEndian.PutUint32(v[at+4:], uint32(blk[j].ts-base))
+			at := len(v) - int(txs[0].off)
+			v = append(v, ix.raw[txs[0].off:txs[n-1].off+txs[n-1].n]...)
+			for j, t := range txs {
+				binary.LittleEndian.PutUint32(v[at+int(t.off)+4:], uint32(blk[j].ts-base))
 			}
 		} else {
+			pos := uint32(batchHeaderLen)
+			for j := range blk {
+				v = binary.LittleEndian.AppendUint32(v, pos)
+				pos += uint32(blk[j].encodedLen())
+			}
 			v, _ = encodeBatch(v, blk, math.MaxInt)
 		}
 		sealInPlace(v)
@@ -418,6 +429,9 @@ func (ix *indexWriter) blocks(recs []txRecord, raw bool) error {
 		off += n
 	}
 	ix.last = recs[len(recs)-1].id
+	if ix.live {
+		return nil // the batch's last block says how far the index reaches (readIndexState)
+	}
 	return ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil)
 }
 
@@ -505,6 +519,9 @@ func encodeIndexState(from, last uint64) []byte {
 
 // readIndexState returns the index's first and last transaction, or
 // ok=false if the directory has no index state (never on, or off since).
+// The last is the "I" record's, or the end of the last block if that is
+// further: the Snapshotter's batches write blocks and no "I" (a batch is
+// all there or none of it, so its last block marks what it completes).
 func readIndexState(db *pebble.DB) (from, last uint64, ok bool, err error) {
 	v, closer, err := db.Get(indexStateKey)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -513,15 +530,29 @@ func readIndexState(db *pebble.DB) (from, last uint64, ok bool, err error) {
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("ledger: read index state: %w", err)
 	}
-	defer closer.Close()
 	body, err := openRecord(v)
 	if err == nil && len(body) != 16 {
 		err = fmt.Errorf("%d-byte value", len(body))
 	}
 	if err != nil {
+		closer.Close()
 		return 0, 0, false, &CorruptError{Key: clone(indexStateKey), Reason: "index state: " + err.Error()}
 	}
-	return binary.LittleEndian.Uint64(body), binary.LittleEndian.Uint64(body[8:]), true, nil
+	from, last = binary.LittleEndian.Uint64(body), binary.LittleEndian.Uint64(body[8:])
+	closer.Close()
+	it, err := prefixIter(db, prefixBlock)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer it.Close()
+	if it.Last() {
+		b, err := decodeBlock(it.Key(), it.Value())
+		if err != nil {
+			return 0, 0, false, &CorruptError{Key: clone(it.Key()), Reason: "index block: " + err.Error()}
+		}
+		last = max(last, b.last())
+	}
+	return from, last, true, it.Error()
 }
 
 // block is a decoded block value.

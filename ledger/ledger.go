@@ -139,8 +139,9 @@ type Ledger struct {
 	// The history and query indexes (historyindex.go): written by the
 	// Snapshotter; nil without Config.Index or on a follower.
 	ix      *indexWriter
-	ixdb    *pebble.DB   // the index's own store (indexstore.go), ix.db; nil without ix
-	ixCatch catchUpStats // what Open did to the index
+	ixdb    *pebble.DB          // the index's own store (indexstore.go), ix.db; nil without ix
+	encTx   *ringbuf.SPSC[byte] // WAL stage -> Snapshotter: what it encoded, for ix (indexhandoff.go)
+	ixCatch catchUpStats        // what Open did to the index
 	_       pad
 	indexed atomic.Uint64 // Snapshotter: last transaction in the index
 }
@@ -301,6 +302,9 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 	l.ix, l.ixCatch = rs.ix, rs.ixCatch
 	if l.ix != nil {
 		l.ixdb = l.ix.db
+		if l.encTx, err = newEncRing(walBatchBytes(&cfg)); err != nil {
+			return nil, err
+		}
 	}
 	l.indexed.Store(rs.last)
 	l.visible.Store(rs.accts.n)

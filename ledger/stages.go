@@ -296,7 +296,7 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 	defer l.wg.Done()
 	defer func() { l.walDone.Store(true); l.pm.Wake() }()
 	buf := make([]byte, wal.HeaderRoom, 1<<20)
-	maxBytes := min(walMaxBytes, wal.MaxBatch(l.cfg.WALSegmentSize)-maxTxEncoded) - wal.HeaderRoom
+	maxBytes := walBatchBytes(&l.cfg)
 	for {
 		recs := l.toWAL.PeekN(l.cfg.WALMaxBatch)
 		if len(recs) == 0 {
@@ -330,6 +330,11 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 		l.committed.Store(last)
 		l.waits[Committed].release(TxID(last))
 		l.deliver(recs, Committed)
+		// The index's blocks copy these encodings (before the records, so
+		// that the Snapshotter finds them with the records).
+		if l.encTx != nil && !l.handEncodings(buf[wal.HeaderRoom+batchHeaderLen:]) {
+			return
+		}
 		var bo backoff
 		for off := 0; off < k; {
 			dst := l.toSnap.Reserve(k - off)
@@ -369,6 +374,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 	ix := l.ix // the history and query indexes, if kept (historyindex.go)
 	var cells cellSource = liveCells(l.readable)
 	if ix != nil {
+		ix.live = true
 		defer ix.b.Close()
 	}
 	for {
@@ -451,7 +457,11 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		}
 		// Before Snapshot: a read that loads the index sees these keys.
 		if ix != nil {
-			if err := ix.apply(recs, false); err != nil {
+			err := ix.takeEncodings(l.encTx, recs)
+			if err == nil {
+				err = ix.apply(recs, true)
+			}
+			if err != nil {
 				l.fail(err)
 				return
 			}
