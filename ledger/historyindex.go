@@ -11,12 +11,13 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// The history and query indexes. The Snapshotter writes them, after it has
-// applied a batch and before it stores the Snapshot index, as one unsynced
-// pebble batch: a read that loads the Snapshot index (the index's AsOf)
+// The history and query indexes, in their own pebble store (indexstore.go).
+// The Snapshotter writes them once it has applied a block's worth of
+// transactions (or runs out of work), as one pebble batch, and then stores
+// the index's mark (Ledger.indexed): a read that loads the mark (its AsOf)
 // sees every key of every transaction up to it. Nothing is synced for them;
-// the "I" key in each batch says how far they reach, pebble keeps a prefix
-// of its unsynced batches across a crash, and Open replays the WAL after
+// the store keeps a prefix of its batches across a crash, the "I" key and
+// the last block say how far they reach, and Open replays the WAL after
 // that point into them (catchUpIndex) or cuts what a torn tail took away
 // (cutIndex). Keys (ids big-endian, so that byte order is id order):
 //
@@ -75,6 +76,8 @@ const (
 const (
 	histHeaderLen = 4 + 1 + 1 + 4*8 // CRC, kind, side, columns
 	postingKeyLen = 1 + 1 + 16 + 8
+	postingValLen = 4 + blockMax/8 // CRC, bitmap
+	timeKeyLen    = 1 + 8 + 8
 )
 
 // indexWriter builds the index keys of applied transactions into one
@@ -108,6 +111,14 @@ type indexWriter struct {
 	// a memtable insert per batch. Open's batches (catch-up, cut,
 	// restart) write it.
 	live bool
+	// pend are the records the Snapshotter has applied and not yet
+	// indexed (their encodings in raw, txs); base is len(pend) before the
+	// batch being applied, so that history notes each one's place in pend.
+	pend []txRecord
+	base int
+	// later holds the time keys and postings of the blocks being written:
+	// key, or posting key ++ value (setLater).
+	later []byte
 	// For Stats.
 	written atomic.Uint64 // transactions indexed since Open (catch-up included)
 }
@@ -191,7 +202,7 @@ func (ix *indexWriter) history(recs []txRecord, i int, cells cellSource) error {
 				side |= sideCredit
 			}
 		}
-		h := histPending{rec: i, account: es[j].acct, side: side}
+		h := histPending{rec: ix.base + i, account: es[j].acct, side: side}
 		for c := range numColumns {
 			h.cols[c] = cells.load(cell(s, c))
 		}
@@ -407,32 +418,59 @@ func (ix *indexWriter) blocks(recs []txRecord, raw bool) error {
 		if err := ix.b.Set(idKey(prefixBlock, first), v, nil); err != nil {
 			return err
 		}
-		tk := append(ix.key[:0], prefixBlockTime)
-		tk = binary.BigEndian.AppendUint64(tk, tsKey(blk[n-1].ts))
-		tk = binary.BigEndian.AppendUint64(tk, first)
-		if err := ix.b.Set(tk, timeValue, nil); err != nil {
-			return err
-		}
+		// The time key and postings go in after every block (below).
+		ix.later = append(ix.later, prefixBlockTime)
+		ix.later = binary.BigEndian.AppendUint64(ix.later, tsKey(blk[n-1].ts))
+		ix.later = binary.BigEndian.AppendUint64(ix.later, first)
 		for i := range ix.posts {
 			p := &ix.posts[i]
 			pv := p.key()
-			v := append(ix.pval[:0], 0, 0, 0, 0)
+			ix.later = postingKey(ix.later, prefixTxPosting, p.field, &pv, first)
+			v := append(ix.later, 0, 0, 0, 0)
 			for _, w := range p.bits {
 				v = binary.LittleEndian.AppendUint64(v, w)
 			}
-			sealInPlace(v)
-			ix.pval = v
-			if err := ix.b.Set(postingKey(ix.key[:0], prefixTxPosting, p.field, &pv, first), v, nil); err != nil {
-				return err
-			}
+			sealInPlace(v[len(v)-postingValLen:])
+			ix.later = v
 		}
 		off += n
+	}
+	if err := ix.setLater(); err != nil {
+		return err
 	}
 	ix.last = recs[len(recs)-1].id
 	if ix.live {
 		return nil // the batch's last block says how far the index reaches (readIndexState)
 	}
 	return ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil)
+}
+
+// setLater adds the time keys and postings blocks left in ix.later, the
+// time keys after the postings: pebble inserts a batch's keys in order,
+// and one that follows its predecessor in key order is found from where
+// that went, so the blocks' keys go in as runs by prefix (blocks, then
+// postings, then time keys), not interleaved.
+func (ix *indexWriter) setLater() error {
+	for _, pass := range [...]byte{prefixTxPosting, prefixBlockTime} {
+		for b := ix.later; len(b) > 0; {
+			k, v := b[:timeKeyLen], timeValue
+			if b[0] == prefixTxPosting {
+				k, v = b[:postingKeyLen], b[postingKeyLen:postingKeyLen+postingValLen]
+			}
+			b = b[len(k):]
+			if k[0] == prefixTxPosting {
+				b = b[len(v):]
+			}
+			if k[0] != pass {
+				continue
+			}
+			if err := ix.b.Set(k, v, nil); err != nil {
+				return err
+			}
+		}
+	}
+	ix.later = ix.later[:0]
+	return nil
 }
 
 // key is the posting's value as keys hold it.

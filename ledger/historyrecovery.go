@@ -145,9 +145,16 @@ func (ix *indexWriter) bringUp(cfg *Config, rs *recovered, cs *catchUpStats) err
 // transaction, if the WAL still holds it (else from rs.last on).
 func (ix *indexWriter) rebuild(cfg *Config, rs *recovered, cs *catchUpStats) error {
 	ix.hpend, ix.raw, ix.txs = ix.hpend[:0], ix.raw[:0], ix.txs[:0]
-	for _, p := range indexPrefixes {
-		if err := ix.b.DeleteRange([]byte{p}, prefixEnd(p), nil); err != nil {
+	// A new store has nothing to drop: range tombstones in its memtable
+	// would only cost its flushes.
+	if nonEmpty, err := hasKeys(ix.db); err != nil || nonEmpty {
+		if err != nil {
 			return err
+		}
+		for _, p := range indexPrefixes {
+			if err := ix.b.DeleteRange([]byte{p}, prefixEnd(p), nil); err != nil {
+				return err
+			}
 		}
 	}
 	ix.from, ix.last = 1, 0

@@ -48,14 +48,16 @@ func (l *Ledger) handEncodings(p []byte) bool {
 	return true
 }
 
-// takeEncodings moves the encodings of recs from the ring into ix.raw,
-// and each one's place into ix.txs, for apply with raw. Snapshotter only.
-func (ix *indexWriter) takeEncodings(ring *ringbuf.SPSC[byte], recs []txRecord) error {
-	ix.raw, ix.txs = ix.raw[:0], ix.txs[:0]
+// stage adds recs, which the Snapshotter has applied, to ix.pend, and
+// their encodings from the ring to ix.raw (each one's place to ix.txs).
+// Snapshotter only.
+func (ix *indexWriter) stage(ring *ringbuf.SPSC[byte], recs []txRecord) error {
+	ix.pend = append(ix.pend, recs...)
+	start := uint32(len(ix.raw))
 	total := uint32(0)
 	for i := range recs {
 		n := uint32(recs[i].encodedLen())
-		ix.txs = append(ix.txs, rawTx{off: total, n: n})
+		ix.txs = append(ix.txs, rawTx{off: start + total, n: n})
 		total += n
 	}
 	for got := uint32(0); got < total; {
@@ -67,5 +69,19 @@ func (ix *indexWriter) takeEncodings(ring *ringbuf.SPSC[byte], recs []txRecord) 
 		ring.Advance(len(p))
 		got += uint32(len(p))
 	}
+	return nil
+}
+
+// commitIndex writes the index of the records staged, and then makes them
+// visible to reads (the index's mark). Snapshotter only.
+func (l *Ledger) commitIndex(ix *indexWriter) error {
+	if err := ix.apply(ix.pend, true); err != nil {
+		return err
+	}
+	last := ix.pend[len(ix.pend)-1].id
+	clear(ix.pend) // no references kept to the records' entries
+	ix.pend, ix.raw, ix.txs = ix.pend[:0], ix.raw[:0], ix.txs[:0]
+	l.indexed.Store(last)
+	l.ixWaits.release(TxID(last))
 	return nil
 }

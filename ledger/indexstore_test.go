@@ -117,7 +117,7 @@ func TestCheckpointCarriesIndex(t *testing.T) {
 	l, err := Open(cfg)
 	require.NoError(t, err)
 	_, all := histRounds(t, l, rng, 8, 50)
-	require.NoError(t, l.Wait(ctx, TxID(len(all)), Snapshot))
+	require.NoError(t, l.waitIndexed(ctx, TxID(len(all))))
 	var ck bytes.Buffer
 	at, err := l.WriteCheckpoint(ctx, &ck)
 	require.NoError(t, err)

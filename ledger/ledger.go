@@ -141,6 +141,7 @@ type Ledger struct {
 	ix      *indexWriter
 	ixdb    *pebble.DB          // the index's own store (indexstore.go), ix.db; nil without ix
 	encTx   *ringbuf.SPSC[byte] // WAL stage -> Snapshotter: what it encoded, for ix (indexhandoff.go)
+	ixWaits waitList            // reads waiting for the index to hold a transaction (waitIndexed)
 	ixCatch catchUpStats        // what Open did to the index
 	_       pad
 	indexed atomic.Uint64 // Snapshotter: last transaction in the index

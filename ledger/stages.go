@@ -380,6 +380,13 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 	for {
 		recs := l.toSnap.PeekN(snapshotterRun)
 		if len(recs) == 0 {
+			if ix != nil && len(ix.pend) > 0 {
+				if err := l.commitIndex(ix); err != nil {
+					l.fail(err)
+					return
+				}
+				continue
+			}
 			// A requested snapshot of an idle ledger: everything asked
 			// for is applied. Checked before the exit test, so a request
 			// made before Close is still served while the pipeline drains.
@@ -400,6 +407,9 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		// Before any balance store of the batch: a persister that reads
 		// one of them and then loads applying sees at least last.
 		l.applying.Store(last)
+		if ix != nil {
+			ix.base = len(ix.pend)
+		}
 		for i := range recs {
 			if i%touchAhead == 0 {
 				l.touchCells(recs[i:min(i+touchAhead, len(recs))])
@@ -455,17 +465,17 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 				return
 			}
 		}
-		// Before Snapshot: a read that loads the index sees these keys.
+		// The index takes the batch, and writes once it has a block's
+		// worth (or the Snapshotter runs out of work, above).
 		if ix != nil {
-			err := ix.takeEncodings(l.encTx, recs)
-			if err == nil {
-				err = ix.apply(recs, true)
+			err := ix.stage(l.encTx, recs)
+			if err == nil && len(ix.pend) >= blockMax {
+				err = l.commitIndex(ix)
 			}
 			if err != nil {
 				l.fail(err)
 				return
 			}
-			l.indexed.Store(last)
 		}
 		applied, appliedTs = last, recs[len(recs)-1].ts
 		l.visible.Store(accounts) // before Snapshot: a reader seeing the index sees the accounts
