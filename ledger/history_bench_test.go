@@ -124,7 +124,7 @@ func BenchmarkAccountTransfers(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if err := l.Wait(context.Background(), last, Snapshot); err != nil {
+	if err := l.waitIndexed(context.Background(), last); err != nil {
 		b.Fatal(err)
 	}
 	settle(b, l)
