@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -111,10 +112,10 @@ type indexWriter struct {
 	// a memtable insert per batch. Open's batches (catch-up, cut,
 	// restart) write it.
 	live bool
-	// pend are the records the Snapshotter has applied and not yet
+	// pend are the transactions the Snapshotter has applied and not yet
 	// indexed (their encodings in raw, txs); base is len(pend) before the
 	// batch being applied, so that history notes each one's place in pend.
-	pend []txRecord
+	pend []blockTx
 	base int
 	// later holds the time keys and postings of the blocks being written:
 	// key, or posting key ++ value (setLater).
@@ -214,24 +215,33 @@ func (ix *indexWriter) history(recs []txRecord, i int, cells cellSource) error {
 // histPending is a history record to write once the transaction's
 // encoding is at hand (apply).
 type histPending struct {
-	rec     int // index in the batch's records
+	rec     int // index in pend, raw and txs
 	account uint64
 	side    byte
 	cols    [numColumns]int64
 }
 
-// writeHistory adds the pending history records of recs to the batch.
-func (ix *indexWriter) writeHistory(recs []txRecord) error {
+// writeHistory adds the pending history records to the batch. A record's
+// transaction is a batch of the one transaction, copied from its encoding
+// in ix.raw with its timestamp the batch's base and the batch checksum 0
+// (the record's checksum covers it), as blocks are.
+func (ix *indexWriter) writeHistory() error {
 	for _, h := range ix.hpend {
-		r := &recs[h.rec]
+		t, at := &ix.pend[h.rec], ix.txs[h.rec]
 		v := append(ix.val[:0], 0, 0, 0, 0, histTransfer, h.side)
 		for _, c := range h.cols {
 			v = binary.LittleEndian.AppendUint64(v, uint64(c))
 		}
-		v, _ = encodeBatch(v, recs[h.rec:h.rec+1], math.MaxInt) // a batch of the one transaction
+		v = binary.LittleEndian.AppendUint32(v, 0)
+		v = binary.LittleEndian.AppendUint64(v, t.id)
+		v = binary.LittleEndian.AppendUint32(v, 1)
+		v = binary.LittleEndian.AppendUint64(v, uint64(t.ts))
+		enc := len(v)
+		v = append(v, ix.raw[at.off:at.off+at.n]...)
+		binary.LittleEndian.PutUint32(v[enc+4:], 0)
 		sealInPlace(v)
 		ix.val = v
-		if err := ix.b.Set(historyKey(ix.key[:0], h.account, r.id), v, nil); err != nil {
+		if err := ix.b.Set(historyKey(ix.key[:0], h.account, t.id), v, nil); err != nil {
 			return err
 		}
 	}
@@ -347,40 +357,69 @@ func isTransfer(r *txRecord) bool { return r.fail == OK && r.kind != KindCreateA
 // rawTx locates one transaction's encoding in indexWriter.raw.
 type rawTx struct{ off, n uint32 }
 
-// blocks adds the blocks of recs, their time keys and postings, and the
-// index state, to the batch. A block is a WAL batch of its transactions:
-// encoded from the records, or, with raw, copied from their encodings in
-// ix.raw, ix.txs (Open's catch-up has them from the WAL) with the
-// timestamps rebased on the block's first and the batch checksum 0 (the
-// block's checksum covers it).
-func (ix *indexWriter) blocks(recs []txRecord, raw bool) error {
-	for off := 0; off < len(recs); {
-		n := min(blockMax, len(recs)-off)
-		first, base := recs[off].id, recs[off].ts
+// blockTx is what a block needs of a transaction besides its encoding:
+// plain values, so that staging a transaction copies 32 bytes and leaves
+// no reference to its record's entries.
+type blockTx struct {
+	id, userData uint64 // userData: a transfer's, 0 for the others
+	ts           int64
+	ledger       uint32 // posted: ledgerOf
+	code         uint16 // a transfer's, 0 for the others
+	posted       bool   // isTransfer: a posting names it
+}
+
+// stageBlockTxs adds what the blocks need of recs to ix.pend.
+func (ix *indexWriter) stageBlockTxs(recs []txRecord) {
+	at := len(ix.pend)
+	ix.pend = slices.Grow(ix.pend, len(recs))[:at+len(recs)]
+	pend := ix.pend[at:]
+	for i := range recs {
+		r, t := &recs[i], &pend[i]
+		*t = blockTx{id: r.id, ts: r.ts}
+		if r.fail != OK || r.kind == KindCreateAccount {
+			continue // not a transfer (isTransfer)
+		}
+		t.posted = true
+		if r.kind == KindTransfer { // OK, so not a Duplicate: it carries its fields
+			t.ledger, t.code, t.userData = r.ledger, r.code, r.userData
+			continue
+		}
+		t.ledger = ix.ledgerOf(r)
+	}
+}
+
+// blocks adds the blocks of the transactions ix.pend, their time keys and
+// postings, and the index state, to the batch. A block is a WAL batch of
+// its transactions, copied from their encodings in ix.raw, ix.txs (the
+// WAL stage's, or Open's catch-up's from the WAL) with the timestamps
+// rebased on the block's first and the batch checksum 0 (the block's
+// checksum covers it).
+func (ix *indexWriter) blocks() error {
+	pend := ix.pend
+	for off := 0; off < len(pend); {
+		n := min(blockMax, len(pend)-off)
+		first, base := pend[off].id, pend[off].ts
 		ix.posts = ix.posts[:0]
 		ix.lastPost = [4]int{-1, -1, -1, -1}
-		for j := range n {
-			r := &recs[off+j]
-			if d := r.ts - base; d < 0 || d > math.MaxUint32 {
+		for j, t := range pend[off : off+n] {
+			if d := t.ts - base; d < 0 || d > math.MaxUint32 {
 				n = j // the batch encoding's limit: a new block
 				break
 			}
-			if !isTransfer(r) {
+			if !t.posted {
 				continue
 			}
-			ix.post(fieldLedger, uint64(ix.ledgerOf(r)), uint(j))
+			ix.post(fieldLedger, uint64(t.ledger), uint(j))
 			// A zero code or user_data matches any in a query: never
 			// looked up, so not posted.
-			if r.hasTransfer() {
-				if r.code != 0 {
-					ix.post(fieldCode, uint64(r.code), uint(j))
-				}
-				if r.userData != 0 {
-					ix.post(fieldUserData, r.userData, uint(j))
-				}
+			if t.code != 0 {
+				ix.post(fieldCode, uint64(t.code), uint(j))
+			}
+			if t.userData != 0 {
+				ix.post(fieldUserData, t.userData, uint(j))
 			}
 		}
-		blk := recs[off : off+n]
+		blk := pend[off : off+n]
 		v := append(ix.val[:0], 0, 0, 0, 0)
 		v = binary.LittleEndian.AppendUint32(v, uint32(n))
 		v = binary.LittleEndian.AppendUint32(v, uint32(len(ix.posts)))
@@ -389,29 +428,20 @@ func (ix *indexWriter) blocks(recs []txRecord, raw bool) error {
 			v = append(v, ix.posts[i].field)
 			v = append(v, pv[:]...)
 		}
-		if raw {
-			// The transactions' encodings are consecutive in ix.raw: one
-			// copy, then each one's timestamp rebased on the block's.
-			txs := ix.txs[off : off+n]
-			for _, t := range txs {
-				v = binary.LittleEndian.AppendUint32(v, batchHeaderLen+t.off-txs[0].off)
-			}
-			v = binary.LittleEndian.AppendUint32(v, 0)
-			v = binary.LittleEndian.AppendUint64(v, first)
-			v = binary.LittleEndian.AppendUint32(v, uint32(n))
-			v = binary.LittleEndian.AppendUint64(v, uint64(base))
-			at := len(v) - int(txs[0].off)
-			v = append(v, ix.raw[txs[0].off:txs[n-1].off+txs[n-1].n]...)
-			for j, t := range txs {
-				binary.LittleEndian.PutUint32(v[at+int(t.off)+4:], uint32(blk[j].ts-base))
-			}
-		} else {
-			pos := uint32(batchHeaderLen)
-			for j := range blk {
-				v = binary.LittleEndian.AppendUint32(v, pos)
-				pos += uint32(blk[j].encodedLen())
-			}
-			v, _ = encodeBatch(v, blk, math.MaxInt)
+		// The transactions' encodings are consecutive in ix.raw: one
+		// copy, then each one's timestamp rebased on the block's.
+		txs := ix.txs[off : off+n]
+		for _, t := range txs {
+			v = binary.LittleEndian.AppendUint32(v, batchHeaderLen+t.off-txs[0].off)
+		}
+		v = binary.LittleEndian.AppendUint32(v, 0)
+		v = binary.LittleEndian.AppendUint64(v, first)
+		v = binary.LittleEndian.AppendUint32(v, uint32(n))
+		v = binary.LittleEndian.AppendUint64(v, uint64(base))
+		at := len(v) - int(txs[0].off)
+		v = append(v, ix.raw[txs[0].off:txs[n-1].off+txs[n-1].n]...)
+		for j, t := range txs {
+			binary.LittleEndian.PutUint32(v[at+int(t.off)+4:], uint32(blk[j].ts-base))
 		}
 		sealInPlace(v)
 		ix.val = v
@@ -438,7 +468,7 @@ func (ix *indexWriter) blocks(recs []txRecord, raw bool) error {
 	if err := ix.setLater(); err != nil {
 		return err
 	}
-	ix.last = recs[len(recs)-1].id
+	ix.last = pend[len(pend)-1].id
 	if ix.live {
 		return nil // the batch's last block says how far the index reaches (readIndexState)
 	}
@@ -530,20 +560,29 @@ func (ix *indexWriter) commit() error {
 	return nil
 }
 
-// apply indexes a batch the Snapshotter has applied: one pebble batch.
-// The history records were noted by history as each transaction was
-// applied. With raw, ix.raw and ix.txs hold the transactions' encodings.
-func (ix *indexWriter) apply(recs []txRecord, raw bool) error {
-	if err := ix.writeHistory(recs); err != nil {
+// apply indexes recs, whose encodings ix.raw and ix.txs hold, as one
+// pebble batch. The history records were noted by history as each
+// transaction was applied. Open's catch-up, cut and restart.
+func (ix *indexWriter) apply(recs []txRecord) error {
+	ix.pend = ix.pend[:0]
+	ix.stageBlockTxs(recs)
+	return ix.write()
+}
+
+// write indexes the transactions staged in ix.pend, ix.raw and ix.txs as
+// one pebble batch, and empties them.
+func (ix *indexWriter) write() error {
+	if err := ix.writeHistory(); err != nil {
 		return err
 	}
-	if err := ix.blocks(recs, raw); err != nil {
+	if err := ix.blocks(); err != nil {
 		return err
 	}
 	if err := ix.commit(); err != nil {
 		return err
 	}
-	ix.written.Add(uint64(len(recs)))
+	ix.written.Add(uint64(len(ix.pend)))
+	ix.pend, ix.raw, ix.txs = ix.pend[:0], ix.raw[:0], ix.txs[:0]
 	return nil
 }
 

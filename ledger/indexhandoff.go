@@ -48,11 +48,11 @@ func (l *Ledger) handEncodings(p []byte) bool {
 	return true
 }
 
-// stage adds recs, which the Snapshotter has applied, to ix.pend, and
-// their encodings from the ring to ix.raw (each one's place to ix.txs).
-// Snapshotter only.
+// stage adds what the blocks need of recs, which the Snapshotter has
+// applied, to ix.pend, and their encodings from the ring to ix.raw (each
+// one's place to ix.txs). Snapshotter only.
 func (ix *indexWriter) stage(ring *ringbuf.SPSC[byte], recs []txRecord) error {
-	ix.pend = append(ix.pend, recs...)
+	ix.stageBlockTxs(recs)
 	start := uint32(len(ix.raw))
 	total := uint32(0)
 	for i := range recs {
@@ -75,12 +75,10 @@ func (ix *indexWriter) stage(ring *ringbuf.SPSC[byte], recs []txRecord) error {
 // commitIndex writes the index of the records staged, and then makes them
 // visible to reads (the index's mark). Snapshotter only.
 func (l *Ledger) commitIndex(ix *indexWriter) error {
-	if err := ix.apply(ix.pend, true); err != nil {
+	last := ix.pend[len(ix.pend)-1].id
+	if err := ix.write(); err != nil {
 		return err
 	}
-	last := ix.pend[len(ix.pend)-1].id
-	clear(ix.pend) // no references kept to the records' entries
-	ix.pend, ix.raw, ix.txs = ix.pend[:0], ix.raw[:0], ix.txs[:0]
 	l.indexed.Store(last)
 	l.ixWaits.release(TxID(last))
 	return nil
