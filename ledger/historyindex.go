@@ -401,6 +401,9 @@ func (ix *indexWriter) blocks() error {
 		first, base := pend[off].id, pend[off].ts
 		ix.posts = ix.posts[:0]
 		ix.lastPost = [4]int{-1, -1, -1, -1}
+		// Most transfers post the ledger of the one before: that run's
+		// bits gather here, without a call, until another ledger's.
+		lp, ledger, run := -1, uint32(0), [blockMax / 64]uint64{}
 		for j, t := range pend[off : off+n] {
 			if d := t.ts - base; d < 0 || d > math.MaxUint32 {
 				n = j // the batch encoding's limit: a new block
@@ -409,7 +412,14 @@ func (ix *indexWriter) blocks() error {
 			if !t.posted {
 				continue
 			}
-			ix.post(fieldLedger, uint64(t.ledger), uint(j))
+			if lp < 0 || t.ledger != ledger {
+				if lp >= 0 {
+					ix.posts[lp].or(&run)
+				}
+				ix.post(fieldLedger, uint64(t.ledger), uint(j))
+				lp, ledger, run = ix.lastPost[fieldLedger], t.ledger, [blockMax / 64]uint64{}
+			}
+			run[uint8(j)/64] |= 1 << (uint8(j) % 64)
 			// A zero code or user_data matches any in a query: never
 			// looked up, so not posted.
 			if t.code != 0 {
@@ -418,6 +428,9 @@ func (ix *indexWriter) blocks() error {
 			if t.userData != 0 {
 				ix.post(fieldUserData, t.userData, uint(j))
 			}
+		}
+		if lp >= 0 {
+			ix.posts[lp].or(&run)
 		}
 		blk := pend[off : off+n]
 		v := append(ix.val[:0], 0, 0, 0, 0)
@@ -431,17 +444,19 @@ func (ix *indexWriter) blocks() error {
 		// The transactions' encodings are consecutive in ix.raw: one
 		// copy, then each one's timestamp rebased on the block's.
 		txs := ix.txs[off : off+n]
+		start := txs[0].off
 		for _, t := range txs {
-			v = binary.LittleEndian.AppendUint32(v, batchHeaderLen+t.off-txs[0].off)
+			v = binary.LittleEndian.AppendUint32(v, batchHeaderLen+t.off-start)
 		}
 		v = binary.LittleEndian.AppendUint32(v, 0)
 		v = binary.LittleEndian.AppendUint64(v, first)
 		v = binary.LittleEndian.AppendUint32(v, uint32(n))
 		v = binary.LittleEndian.AppendUint64(v, uint64(base))
-		at := len(v) - int(txs[0].off)
-		v = append(v, ix.raw[txs[0].off:txs[n-1].off+txs[n-1].n]...)
+		body := len(v)
+		v = append(v, ix.raw[start:txs[n-1].off+txs[n-1].n]...)
+		bv, blk := v[body:], blk[:len(txs)]
 		for j, t := range txs {
-			binary.LittleEndian.PutUint32(v[at+int(t.off)+4:], uint32(blk[j].ts-base))
+			binary.LittleEndian.PutUint32(bv[t.off-start+4:], uint32(blk[j].ts-base))
 		}
 		sealInPlace(v)
 		ix.val = v
@@ -512,6 +527,13 @@ func (p *blockPosting) key() [16]byte {
 		return u16Value(uint16(p.value))
 	}
 	return u64Value(p.value)
+}
+
+// or sets bits in p's bitmap.
+func (p *blockPosting) or(bits *[blockMax / 64]uint64) {
+	for i := range p.bits {
+		p.bits[i] |= bits[i]
+	}
 }
 
 // post sets transaction j of the block in field's posting of value.

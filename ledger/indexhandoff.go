@@ -3,6 +3,7 @@ package ledger
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/lanework/lanework/ledger/internal/wal"
 	"github.com/lanework/lanework/ringbuf"
@@ -55,9 +56,12 @@ func (ix *indexWriter) stage(ring *ringbuf.SPSC[byte], recs []txRecord) error {
 	ix.stageBlockTxs(recs)
 	start := uint32(len(ix.raw))
 	total := uint32(0)
+	at := len(ix.txs)
+	ix.txs = slices.Grow(ix.txs, len(recs))[:at+len(recs)]
+	txs := ix.txs[at:]
 	for i := range recs {
 		n := uint32(recs[i].encodedLen())
-		ix.txs = append(ix.txs, rawTx{off: start + total, n: n})
+		txs[i] = rawTx{off: start + total, n: n}
 		total += n
 	}
 	for got := uint32(0); got < total; {
