@@ -365,7 +365,7 @@ type blockTx struct {
 	ts           int64
 	ledger       uint32 // posted: ledgerOf
 	code         uint16 // a transfer's, 0 for the others
-	posted       bool   // isTransfer: a posting names it
+	posted       bool   // isTransfer: a posting names it; if not, ledger, code and userData are not set
 }
 
 // stageBlockTxs adds what the blocks need of recs to ix.pend.
@@ -375,16 +375,15 @@ func (ix *indexWriter) stageBlockTxs(recs []txRecord) {
 	pend := ix.pend[at:]
 	for i := range recs {
 		r, t := &recs[i], &pend[i]
-		*t = blockTx{id: r.id, ts: r.ts}
-		if r.fail != OK || r.kind == KindCreateAccount {
-			continue // not a transfer (isTransfer)
-		}
-		t.posted = true
-		if r.kind == KindTransfer { // OK, so not a Duplicate: it carries its fields
+		t.id, t.ts = r.id, r.ts
+		t.posted = r.fail == OK && r.kind != KindCreateAccount // isTransfer
+		switch {
+		case !t.posted:
+		case r.kind == KindTransfer: // OK, so not a Duplicate: it carries its fields
 			t.ledger, t.code, t.userData = r.ledger, r.code, r.userData
-			continue
+		default:
+			t.ledger, t.code, t.userData = ix.ledgerOf(r), 0, 0
 		}
-		t.ledger = ix.ledgerOf(r)
 	}
 }
 
@@ -433,34 +432,8 @@ func (ix *indexWriter) blocks() error {
 			ix.posts[lp].or(&run)
 		}
 		blk := pend[off : off+n]
-		v := append(ix.val[:0], 0, 0, 0, 0)
-		v = binary.LittleEndian.AppendUint32(v, uint32(n))
-		v = binary.LittleEndian.AppendUint32(v, uint32(len(ix.posts)))
-		for i := range ix.posts {
-			pv := ix.posts[i].key()
-			v = append(v, ix.posts[i].field)
-			v = append(v, pv[:]...)
-		}
-		// The transactions' encodings are consecutive in ix.raw: one
-		// copy, then each one's timestamp rebased on the block's.
 		txs := ix.txs[off : off+n]
-		start := txs[0].off
-		for _, t := range txs {
-			v = binary.LittleEndian.AppendUint32(v, batchHeaderLen+t.off-start)
-		}
-		v = binary.LittleEndian.AppendUint32(v, 0)
-		v = binary.LittleEndian.AppendUint64(v, first)
-		v = binary.LittleEndian.AppendUint32(v, uint32(n))
-		v = binary.LittleEndian.AppendUint64(v, uint64(base))
-		body := len(v)
-		v = append(v, ix.raw[start:txs[n-1].off+txs[n-1].n]...)
-		bv, blk := v[body:], blk[:len(txs)]
-		for j, t := range txs {
-			binary.LittleEndian.PutUint32(bv[t.off-start+4:], uint32(blk[j].ts-base))
-		}
-		sealInPlace(v)
-		ix.val = v
-		if err := ix.b.Set(idKey(prefixBlock, first), v, nil); err != nil {
+		if err := ix.putBlock(blk, txs); err != nil {
 			return err
 		}
 		// The time key and postings go in after every block (below).
@@ -488,6 +461,47 @@ func (ix *indexWriter) blocks() error {
 		return nil // the batch's last block says how far the index reaches (readIndexState)
 	}
 	return ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil)
+}
+
+// putBlock adds the block of blk, whose encodings txs locates in ix.raw
+// and whose postings ix.posts holds, to the batch. The value is built
+// where the batch holds it: the transactions' encodings, consecutive in
+// ix.raw, in one copy, then each one's timestamp rebased on the block's.
+func (ix *indexWriter) putBlock(blk []blockTx, txs []rawTx) error {
+	n, np := len(blk), len(ix.posts)
+	first, base := blk[0].id, blk[0].ts
+	start, end := txs[0].off, txs[n-1].off+txs[n-1].n
+	head := 12 + np*17 // checksum, count, postings' count, postings
+	op := ix.b.SetDeferred(1+8, head+4*n+batchHeaderLen+int(end-start))
+	op.Key[0] = prefixBlock
+	binary.BigEndian.PutUint64(op.Key[1:], first)
+	// Appended within the room reserved (the length check below says so).
+	v := append(op.Value[:0], 0, 0, 0, 0)
+	v = binary.LittleEndian.AppendUint32(v, uint32(n))
+	v = binary.LittleEndian.AppendUint32(v, uint32(np))
+	for i := range ix.posts {
+		pv := ix.posts[i].key()
+		v = append(v, ix.posts[i].field)
+		v = append(v, pv[:]...)
+	}
+	for _, t := range txs {
+		v = binary.LittleEndian.AppendUint32(v, batchHeaderLen+t.off-start)
+	}
+	v = binary.LittleEndian.AppendUint32(v, 0)
+	v = binary.LittleEndian.AppendUint64(v, first)
+	v = binary.LittleEndian.AppendUint32(v, uint32(n))
+	v = binary.LittleEndian.AppendUint64(v, uint64(base))
+	body := len(v)
+	v = append(v, ix.raw[start:end]...)
+	if len(v) != len(op.Value) || &v[0] != &op.Value[0] {
+		return fmt.Errorf("ledger: index: block of tx %d: %d bytes built, %d reserved", first, len(v), len(op.Value))
+	}
+	bv, blk := v[body:], blk[:len(txs)]
+	for j, t := range txs {
+		binary.LittleEndian.PutUint32(bv[t.off-start+4:], uint32(blk[j].ts-base))
+	}
+	sealInPlace(v)
+	return op.Finish()
 }
 
 // setLater adds the time keys and postings blocks left in ix.later, the
