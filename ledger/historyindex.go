@@ -358,7 +358,7 @@ func isTransfer(r *txRecord) bool { return r.fail == OK && r.kind != KindCreateA
 type rawTx struct{ off, n uint32 }
 
 // blockTx is what a block needs of a transaction besides its encoding:
-// plain values, so that staging a transaction copies 32 bytes and leaves
+// plain values, so that staging a transaction writes 40 bytes and leaves
 // no reference to its record's entries.
 type blockTx struct {
 	id, userData uint64 // userData: a transfer's, 0 for the others
