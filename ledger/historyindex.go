@@ -376,7 +376,7 @@ func (ix *indexWriter) stageBlockTxs(recs []txRecord) {
 	for i := range recs {
 		r, t := &recs[i], &pend[i]
 		t.id, t.ts = r.id, r.ts
-		t.posted = r.fail == OK && r.kind != KindCreateAccount // isTransfer
+		t.posted = isTransfer(r)
 		switch {
 		case !t.posted:
 		case r.kind == KindTransfer: // OK, so not a Duplicate: it carries its fields
