@@ -211,7 +211,7 @@ func (p *InPort[T]) setParallel(groupOf []int, prog []*atomic.Uint64) {
 	for _, k := range p.conns {
 		k.cross = groupOf != nil && groupOf[k.out.u.index] != groupOf[p.u.index]
 		k.pubPushes.Store(k.pushes)
-		k.rprog, k.pprog = nil, nil
+		k.rprog, k.pprog, k.clog = nil, nil, nil
 		if !k.cross {
 			continue
 		}
