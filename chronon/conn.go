@@ -87,23 +87,23 @@ type conn[T any] struct {
 	// credits for its cycle c, the producer waits for rprog >= c.
 	rprog *atomic.Uint64
 
-	// Receiver side, one cache line: its pop-credit count, the credits as
-	// published to another goroutine, and its view of the sender's cancels
+	// Receiver side, one cache line: its pop-credit count, whether it
+	// publishes it to another goroutine, and its view of the sender's cancels
 	// (which holds its copy of the delay). Only the cut's last field, read
-	// and written by a refresh alone, falls on the fourth line.
+	// and written by a refresh alone, falls on the fourth line, with the
+	// fields used only across goroutines.
 	pops       uint64
 	popCycle   uint64
 	popsBefore uint64 // pops in cycles before popCycle
-	// clog is allocated, and non-nil, exactly when cross: the receiver
-	// tests it instead of cross, on its own line instead of the
-	// producer's.
-	clog *cycleLog
-	cut  cut // the sender's cancels in effect (see cancel.go)
+	rcross     bool   // cross, the receiver's copy on its own line (set with cross)
+	cut        cut    // the sender's cancels in effect (see cancel.go)
 
-	// pprog is the producer's worker's progress under the lookahead engine
-	// (see InPort.flush).
+	// clog is the pop credits as published to another goroutine
+	// (allocated, and used, only when cross); pprog the producer's
+	// worker's progress under the lookahead engine (see InPort.flush).
+	clog  *cycleLog
 	pprog *atomic.Uint64
-	_     [cacheLine - 16]byte
+	_     [cacheLine - 24]byte
 }
 
 // cacheLine is the padding unit against false sharing.
@@ -143,7 +143,7 @@ func (k *conn[T]) credit(c uint64) {
 		k.popCycle, k.popsBefore = c, k.pops
 	}
 	k.pops++
-	if k.clog != nil { // cross, tested on the receiver's line (cross is on the producer's)
+	if k.rcross {
 		k.clog.advance(c, k.pops)
 	}
 }

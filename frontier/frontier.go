@@ -62,7 +62,7 @@ func (m *Merger[T]) take(s int) item[T] {
 	m.known &^= 1 << (s & (heapThreshold - 1))
 	if src.spill.n == 0 {
 		it, _ := src.ring.TryPop()
-		m.ranks[s&(heapThreshold-1)].hd++
+		m.hd[s&(heapThreshold-1)]++
 		return it
 	}
 	it := *src.spill.front()

@@ -36,23 +36,31 @@ var (
 // and is then used by one consumer goroutine while each lane is pushed to by
 // its own producer goroutine.
 type Merger[T any] struct {
-	// What a scan-mode pop reads comes first, the lanes' scan state of
-	// four lanes within the first two lines: a merger is per-receiver
-	// working set, which sets a large model's cost per receive, and spread
-	// out (a table of rings, of heads, of head tickets) the same fields
-	// took six lines.
+	// A scan-mode pop reads the flags, counts and tables below, and for
+	// the first four lanes just three lines of them: the 24 bytes here
+	// with rings[0:4], heads[0:4], and hd[0:4]. A merger is per-receiver
+	// working set, which sets a large model's cost per receive; with the
+	// flags at the end, and the tables at offsets that split them across
+	// lines, a pop read seven. The tables stay apart, eight bytes per
+	// lane, so that indexing one by a variable rank is a scaled address.
 	bounded  bool
 	heapMode bool
-	// Bit s of known says ranks[s].arrive is the arrive cycle of the head
-	// of lane s, which only the consumer can change.
-	known  uint32
-	spills int // sources whose spill is non-empty
-	// Scan mode: ranks[s] is the lane of rank s (its position in (connID,
-	// laneID) order), for s below the lane count rounded up to a multiple
-	// of 4 (nscan); the slots past the last lane hold an empty ring nobody
-	// pushes to, so that the scan reads whole groups of four lanes.
-	nscan int
-	ranks [heapThreshold]scanLane[T]
+	known    uint32
+	spills   int // sources whose spill is non-empty
+	nscan    int
+
+	// Scan mode: rings[s] is the ring of the lane of rank s (its position
+	// in (connID, laneID) order), for s below the lane count rounded up to
+	// a multiple of 4 (nscan); the slots past the last lane hold an empty
+	// ring nobody pushes to, so that the scan reads whole groups of four
+	// lanes. Bit s of known says heads[s] is the arrive cycle of the head
+	// of lane s, which only the consumer can change; hd[s] is the ring's
+	// head ticket, which only the consumer moves, mirrored here so that
+	// the scan reads one line per lane (the producer's tail) instead of
+	// two.
+	rings [heapThreshold]*ringbuf.SPSC[item[T]]
+	heads [heapThreshold]uint64
+	hd    [heapThreshold]uint64
 	pad   *ringbuf.SPSC[item[T]]
 
 	// Consumer state, indexed by rank.
@@ -76,16 +84,6 @@ type Merger[T any] struct {
 
 	_       [cacheLine]byte
 	started atomic.Bool // written once by a producer
-}
-
-// scanLane is the scan mode's view of one lane.
-type scanLane[T any] struct {
-	ring *ringbuf.SPSC[item[T]]
-	// hd is the ring's head ticket, which only the consumer moves, mirrored
-	// here so that the scan reads one line of the ring (the producer's
-	// tail) instead of two.
-	hd     uint64
-	arrive uint64 // the head's arrive cycle, while the known bit is set
 }
 
 // source is the consumer's private view of one lane.
@@ -170,13 +168,14 @@ func (m *Merger[T]) setScanRings() {
 	m.nscan = (len(m.srcs) + 3) &^ 3
 	for s := range m.nscan {
 		if s < len(m.srcs) {
-			m.ranks[s].ring = m.srcs[s].ring
+			m.rings[s] = m.srcs[s].ring
 			continue
 		}
 		if m.pad == nil {
 			m.pad, _ = ringbuf.NewSPSC[item[T]](1)
 		}
-		m.ranks[s] = scanLane[T]{ring: m.pad} // tail 0 and hd 0 forever: never busy
+		m.rings[s] = m.pad // tail 0 and hd 0 forever: never busy
+		m.hd[s] = 0
 	}
 	m.syncHeads()
 }

@@ -9,7 +9,7 @@ import "math/bits"
 // is also TryPop's whole scan-mode path, so that a pop costs one call. A
 // first pass collects the non-empty lanes at the cost of one load each, the
 // producer's tail, compared with the mirrored head; a second compares their
-// heads, cached in ranks when the consumer has seen them already (only it
+// heads, cached in heads when the consumer has seen them already (only it
 // can change a head). Ranks are in (connID, laneID) order, so the
 // lowest-ranked lane with the smallest arrive wins ties.
 //
@@ -17,121 +17,121 @@ import "math/bits"
 // head's arrive cycle a. With take, if a <= cycle it also removes that head
 // and returns it in it, and ok is true.
 func (m *Merger[T]) scan(cycle uint64, take bool) (s int, a uint64, it item[T], ok bool) {
-	ranks := &m.ranks
+	rings, hd := &m.rings, &m.hd
 	// Unrolled: one case per group of four lanes, the highest first, falling
 	// through to the lower ones, so that every ring, mirror and bit is a
 	// constant and nothing is spent on a loop.
 	var busy uint32
 	switch m.nscan {
 	case 32:
-		if ranks[28].ring.Tail() != ranks[28].hd {
+		if rings[28].Tail() != hd[28] {
 			busy |= 1 << 28
 		}
-		if ranks[29].ring.Tail() != ranks[29].hd {
+		if rings[29].Tail() != hd[29] {
 			busy |= 1 << 29
 		}
-		if ranks[30].ring.Tail() != ranks[30].hd {
+		if rings[30].Tail() != hd[30] {
 			busy |= 1 << 30
 		}
-		if ranks[31].ring.Tail() != ranks[31].hd {
+		if rings[31].Tail() != hd[31] {
 			busy |= 1 << 31
 		}
 		fallthrough
 	case 28:
-		if ranks[24].ring.Tail() != ranks[24].hd {
+		if rings[24].Tail() != hd[24] {
 			busy |= 1 << 24
 		}
-		if ranks[25].ring.Tail() != ranks[25].hd {
+		if rings[25].Tail() != hd[25] {
 			busy |= 1 << 25
 		}
-		if ranks[26].ring.Tail() != ranks[26].hd {
+		if rings[26].Tail() != hd[26] {
 			busy |= 1 << 26
 		}
-		if ranks[27].ring.Tail() != ranks[27].hd {
+		if rings[27].Tail() != hd[27] {
 			busy |= 1 << 27
 		}
 		fallthrough
 	case 24:
-		if ranks[20].ring.Tail() != ranks[20].hd {
+		if rings[20].Tail() != hd[20] {
 			busy |= 1 << 20
 		}
-		if ranks[21].ring.Tail() != ranks[21].hd {
+		if rings[21].Tail() != hd[21] {
 			busy |= 1 << 21
 		}
-		if ranks[22].ring.Tail() != ranks[22].hd {
+		if rings[22].Tail() != hd[22] {
 			busy |= 1 << 22
 		}
-		if ranks[23].ring.Tail() != ranks[23].hd {
+		if rings[23].Tail() != hd[23] {
 			busy |= 1 << 23
 		}
 		fallthrough
 	case 20:
-		if ranks[16].ring.Tail() != ranks[16].hd {
+		if rings[16].Tail() != hd[16] {
 			busy |= 1 << 16
 		}
-		if ranks[17].ring.Tail() != ranks[17].hd {
+		if rings[17].Tail() != hd[17] {
 			busy |= 1 << 17
 		}
-		if ranks[18].ring.Tail() != ranks[18].hd {
+		if rings[18].Tail() != hd[18] {
 			busy |= 1 << 18
 		}
-		if ranks[19].ring.Tail() != ranks[19].hd {
+		if rings[19].Tail() != hd[19] {
 			busy |= 1 << 19
 		}
 		fallthrough
 	case 16:
-		if ranks[12].ring.Tail() != ranks[12].hd {
+		if rings[12].Tail() != hd[12] {
 			busy |= 1 << 12
 		}
-		if ranks[13].ring.Tail() != ranks[13].hd {
+		if rings[13].Tail() != hd[13] {
 			busy |= 1 << 13
 		}
-		if ranks[14].ring.Tail() != ranks[14].hd {
+		if rings[14].Tail() != hd[14] {
 			busy |= 1 << 14
 		}
-		if ranks[15].ring.Tail() != ranks[15].hd {
+		if rings[15].Tail() != hd[15] {
 			busy |= 1 << 15
 		}
 		fallthrough
 	case 12:
-		if ranks[8].ring.Tail() != ranks[8].hd {
+		if rings[8].Tail() != hd[8] {
 			busy |= 1 << 8
 		}
-		if ranks[9].ring.Tail() != ranks[9].hd {
+		if rings[9].Tail() != hd[9] {
 			busy |= 1 << 9
 		}
-		if ranks[10].ring.Tail() != ranks[10].hd {
+		if rings[10].Tail() != hd[10] {
 			busy |= 1 << 10
 		}
-		if ranks[11].ring.Tail() != ranks[11].hd {
+		if rings[11].Tail() != hd[11] {
 			busy |= 1 << 11
 		}
 		fallthrough
 	case 8:
-		if ranks[4].ring.Tail() != ranks[4].hd {
+		if rings[4].Tail() != hd[4] {
 			busy |= 1 << 4
 		}
-		if ranks[5].ring.Tail() != ranks[5].hd {
+		if rings[5].Tail() != hd[5] {
 			busy |= 1 << 5
 		}
-		if ranks[6].ring.Tail() != ranks[6].hd {
+		if rings[6].Tail() != hd[6] {
 			busy |= 1 << 6
 		}
-		if ranks[7].ring.Tail() != ranks[7].hd {
+		if rings[7].Tail() != hd[7] {
 			busy |= 1 << 7
 		}
 		fallthrough
 	case 4:
-		if ranks[0].ring.Tail() != ranks[0].hd {
+		if rings[0].Tail() != hd[0] {
 			busy |= 1 << 0
 		}
-		if ranks[1].ring.Tail() != ranks[1].hd {
+		if rings[1].Tail() != hd[1] {
 			busy |= 1 << 1
 		}
-		if ranks[2].ring.Tail() != ranks[2].hd {
+		if rings[2].Tail() != hd[2] {
 			busy |= 1 << 2
 		}
-		if ranks[3].ring.Tail() != ranks[3].hd {
+		if rings[3].Tail() != hd[3] {
 			busy |= 1 << 3
 		}
 	}
@@ -146,27 +146,27 @@ func (m *Merger[T]) scan(cycle uint64, take bool) (s int, a uint64, it item[T], 
 		// pop that usually follows, which reads it in place and drops it
 		// (a copy and a ticket store, where TryPop would index the slot
 		// again). known is unchanged: bit s was clear and stays so.
-		p := ranks[s].ring.Peek() // non-nil: the tail moved, only we take messages
+		p := rings[s].Peek() // non-nil: the tail moved, only we take messages
 		a = p.arrive
 		if !take || a > cycle {
 			return s, a, it, false
 		}
 		it = *p
-		ranks[s].ring.Drop()
-		ranks[s].hd++
+		rings[s].Drop()
+		hd[s]++
 		return s, a, it, true
 	}
 	for b := busy &^ known; b != 0; b &= b - 1 {
 		u := bits.TrailingZeros32(b) & (heapThreshold - 1)
-		ranks[u].arrive = ranks[u].ring.Peek().arrive
+		m.heads[u] = rings[u].Peek().arrive
 	}
 	known |= busy
 	// s is the lowest-ranked busy lane; a later one wins only with a
 	// strictly smaller arrive.
-	a = ranks[s].arrive
+	a = m.heads[s]
 	for b := busy & (busy - 1); b != 0; b &= b - 1 {
 		u := bits.TrailingZeros32(b) & (heapThreshold - 1)
-		if x := ranks[u].arrive; x < a {
+		if x := m.heads[u]; x < a {
 			s, a = u, x
 		}
 	}
@@ -174,8 +174,8 @@ func (m *Merger[T]) scan(cycle uint64, take bool) (s int, a uint64, it item[T], 
 		m.known = known
 		return s, a, it, false
 	}
-	it, _ = ranks[s].ring.TryPop() // non-empty: the scan saw its tail move
-	ranks[s].hd++
+	it, _ = rings[s].TryPop() // non-empty: the scan saw its tail move
+	hd[s]++
 	m.known = known &^ (1 << s)
 	return s, a, it, true
 }
@@ -187,6 +187,6 @@ func (m *Merger[T]) syncHeads() {
 		return
 	}
 	for s := range m.srcs {
-		m.ranks[s].hd = m.srcs[s].ring.Head()
+		m.hd[s] = m.srcs[s].ring.Head()
 	}
 }
