@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -88,7 +89,12 @@ func (l *Ledger) WriteCheckpoint(ctx context.Context, w io.Writer) (TxID, error)
 	}
 	snap := l.db.NewSnapshot()
 	defer snap.Close()
-	last := l.committed.Load() // after the snapshot: nothing in it is newer
+	var ixsnap *pebble.Snapshot // the index's store, if kept: its keys follow the ledger store's
+	if l.ixdb != nil {
+		ixsnap = l.ixdb.NewSnapshot()
+		defer ixsnap.Close()
+	}
+	last := l.committed.Load() // after the snapshots: nothing in them is newer
 	cw := &ckptWriter{w: bufio.NewWriterSize(w, 1<<20)}
 	if _, err := cw.w.WriteString(ckptMagic); err != nil {
 		return 0, err
@@ -124,6 +130,21 @@ func (l *Ledger) WriteCheckpoint(ctx context.Context, w io.Writer) (TxID, error)
 	}
 	if err := errors.Join(it.Error(), it.Close()); err != nil {
 		return 0, err
+	}
+	if ixsnap != nil {
+		if it, err = ixsnap.NewIter(nil); err != nil {
+			return 0, err
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			binary.LittleEndian.PutUint32(klen[:], uint32(len(it.Key())))
+			if err := cw.put(ckptKV, klen[:], it.Key(), it.Value()); err != nil {
+				it.Close()
+				return 0, err
+			}
+		}
+		if err := errors.Join(it.Error(), it.Close()); err != nil {
+			return 0, err
+		}
 	}
 	// The WAL from the start of the segment holding the snapshot's next
 	// transaction (the last one's, if the snapshot covers everything).
@@ -277,6 +298,7 @@ func buildFromCheckpoint(cfg *Config, r *bufio.Reader) (TxID, error) {
 		buf    []byte
 		rec    []byte
 		b      = db.NewBatch()
+		ix     = &ckptIndex{cfg: cfg} // the index's keys go to its own store
 		hdr    [5]byte
 		sum    [4]byte
 		meta   bool
@@ -289,6 +311,7 @@ func buildFromCheckpoint(cfg *Config, r *bufio.Reader) (TxID, error) {
 		}
 		if !closed {
 			db.Close()
+			ix.close()
 		}
 	}()
 	for {
@@ -320,6 +343,12 @@ func buildFromCheckpoint(cfg *Config, r *bufio.Reader) (TxID, error) {
 			kl := binary.LittleEndian.Uint32(buf)
 			k := buf[4 : 4+kl]
 			meta = meta || (len(k) == 1 && k[0] == prefixMeta)
+			if isIndexKey(k) {
+				if err := ix.set(k, buf[4+kl:]); err != nil {
+					return 0, err
+				}
+				break
+			}
 			if err := b.Set(k, buf[4+kl:], nil); err != nil {
 				return 0, err
 			}
@@ -360,10 +389,54 @@ func buildFromCheckpoint(cfg *Config, r *bufio.Reader) (TxID, error) {
 				return 0, bad("end record does not match: %d bytes, tx %d, %d records", size, next-1, n)
 			}
 			closed = true
-			return TxID(next - 1), errors.Join(w.Close(), db.Close())
+			return TxID(next - 1), errors.Join(w.Close(), db.Close(), ix.close())
 		default:
 			return 0, bad("record %d: kind %q out of place", n, kind)
 		}
 		n++
 	}
+}
+
+// isIndexKey reports whether k is a key of the history and query indexes.
+func isIndexKey(k []byte) bool {
+	return k[0] == prefixIndexState || slices.Contains(indexPrefixes[:], k[0])
+}
+
+// ckptIndex writes a checkpoint's index keys into the new directory's
+// index store, opened at the first of them.
+type ckptIndex struct {
+	cfg *Config
+	db  *pebble.DB
+	b   *pebble.Batch
+}
+
+func (c *ckptIndex) set(k, v []byte) error {
+	if c.db == nil {
+		db, err := openIndexStore(c.cfg)
+		if err != nil {
+			return err
+		}
+		c.db, c.b = db, db.NewBatch()
+	}
+	if err := c.b.Set(k, v, nil); err != nil {
+		return err
+	}
+	if c.b.Len() < 4<<20 {
+		return nil
+	}
+	err := c.b.Commit(pebble.NoSync)
+	c.b.Reset()
+	return err
+}
+
+// close commits what is left and closes the store, flushed (it has no log).
+func (c *ckptIndex) close() error {
+	if c.db == nil {
+		return nil
+	}
+	err := c.b.Commit(pebble.NoSync)
+	c.b.Close()
+	err = errors.Join(err, closeIndexStore(c.db))
+	c.db, c.b = nil, nil
+	return err
 }

@@ -94,12 +94,11 @@ type Config struct {
 	// Index keeps the history and query indexes (AccountTransfers,
 	// AccountBalances, BalanceAt, QueryTransfers, QueryAccounts and
 	// LookupTransfers; without it they fail with ErrIndexOff). Off by
-	// default: the Snapshotter writes them, unsynced, for every
-	// transaction, which on 2026-12-03 (ledger bench, 2 submitters) cut
-	// saturation from 3.39M to 1.90M tx/s and raised the Submit to
-	// Committed P99 at 100k tx/s from 1.7 ms to 24.5 ms (docs/ledger.md,
-	// "What the index costs"). Open rebuilds what a crash took from the
-	// WAL. An Open without it leaves the index as it was, unserved; the
+	// default: the Snapshotter writes them for every transaction, into
+	// a pebble store of their own without a log (index/ under Dir), which
+	// still costs a fifth to a half of the durable throughput
+	// (docs/ledger.md, "What the index costs"). Open rebuilds what a crash
+	// took from the WAL. An Open without it leaves the index as it was, unserved; the
 	// next Open with it catches up from the WAL, or restarts it at the
 	// recovered state if retention removed what it lacks.
 	Index bool

@@ -166,7 +166,7 @@ func (l *Ledger) historyScan(ctx context.Context, account uint64, f *AccountFilt
 		return out, nil
 	}
 	var kb [17]byte
-	it, err := l.db.NewIter(&pebble.IterOptions{
+	it, err := l.ixdb.NewIter(&pebble.IterOptions{
 		LowerBound: historyKey(nil, account, lo),
 		UpperBound: historyKey(kb[:0], account, hi+1),
 	})
@@ -229,7 +229,7 @@ func (l *Ledger) BalanceAt(ctx context.Context, account uint64, at TxID) (Accoun
 	if err := l.historyAccount(account); err != nil {
 		return AccountBalance{}, info, err
 	}
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: historyKey(nil, account, 0), UpperBound: historyKey(nil, account, uint64(at)+1)})
+	it, err := l.ixdb.NewIter(&pebble.IterOptions{LowerBound: historyKey(nil, account, 0), UpperBound: historyKey(nil, account, uint64(at)+1)})
 	if err != nil {
 		return AccountBalance{}, info, err
 	}
@@ -263,7 +263,7 @@ func (l *Ledger) txRange(asOf uint64, minTs, maxTs int64) (lo, hi uint64, err er
 	if minTs == 0 && maxTs == 0 {
 		return lo, hi, nil
 	}
-	it, err := prefixIter(l.db, prefixBlockTime)
+	it, err := prefixIter(l.ixdb, prefixBlockTime)
 	if err != nil {
 		return 0, 0, err
 	}

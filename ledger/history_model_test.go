@@ -269,7 +269,7 @@ func checkIndex(t *testing.T, l *Ledger, m *histModel, rng *rand.Rand) {
 	t.Helper()
 	ctx := context.Background()
 	last := TxID(len(m.txs))
-	require.NoError(t, l.Wait(ctx, last, Snapshot))
+	require.NoError(t, l.waitIndexed(ctx, last)) // the index trails Snapshot by up to a block
 	minTs, maxTs := m.txs[0].Timestamp, m.txs[len(m.txs)-1].Timestamp
 	randTs := func() int64 {
 		if rng.IntN(3) == 0 {
@@ -573,14 +573,14 @@ func TestHistoryIndexDamage(t *testing.T) {
 	}
 	require.NoError(t, l.Close())
 
-	setValue(t, cfg.Dir, indexStateKey, func(v []byte) []byte { v[6] ^= 1; return v })
+	setIndexValue(t, cfg.Dir, indexStateKey, func(v []byte) []byte { v[6] ^= 1; return v })
 	l, err = Open(cfg)
 	require.NoError(t, err)
 	require.Equal(t, uint64(len(all)), l.IndexStats().CaughtUp, "rebuilt from the first transaction")
 	checkIndex(t, l, newHistModel(all), rng)
 	require.NoError(t, l.Close())
 
-	setValue(t, cfg.Dir, idKey(prefixBlock, 1), func(v []byte) []byte { v[len(v)/2] ^= 1; return v })
+	setIndexValue(t, cfg.Dir, idKey(prefixBlock, 1), func(v []byte) []byte { v[len(v)/2] ^= 1; return v })
 	l, err = Open(cfg)
 	require.NoError(t, err)
 	_, _, err = l.LookupTransfers(context.Background(), []TxID{1}, 0)
@@ -649,7 +649,7 @@ func TestHistoryIndexOffThenOn(t *testing.T) {
 			run(l, 3)
 			m := newHistModel(all)
 			last := TxID(len(all))
-			require.NoError(t, l.Wait(ctx, last, Snapshot))
+			require.NoError(t, l.waitIndexed(ctx, last))
 			for _, id := range m.order {
 				if m.accts[id].meta.Flags&History == 0 {
 					continue

@@ -11,12 +11,13 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// The history and query indexes. The Snapshotter writes them, after it has
-// applied a batch and before it stores the Snapshot index, as one unsynced
-// pebble batch: a read that loads the Snapshot index (the index's AsOf)
+// The history and query indexes, in their own pebble store (indexstore.go).
+// The Snapshotter writes them once it has applied a block's worth of
+// transactions (or runs out of work), as one pebble batch, and then stores
+// the index's mark (Ledger.indexed): a read that loads the mark (its AsOf)
 // sees every key of every transaction up to it. Nothing is synced for them;
-// the "I" key in each batch says how far they reach, pebble keeps a prefix
-// of its unsynced batches across a crash, and Open replays the WAL after
+// the store keeps a prefix of its batches across a crash, the "I" key and
+// the last block say how far they reach, and Open replays the WAL after
 // that point into them (catchUpIndex) or cuts what a torn tail took away
 // (cutIndex). Keys (ids big-endian, so that byte order is id order):
 //
@@ -75,6 +76,8 @@ const (
 const (
 	histHeaderLen = 4 + 1 + 1 + 4*8 // CRC, kind, side, columns
 	postingKeyLen = 1 + 1 + 16 + 8
+	postingValLen = 4 + blockMax/8 // CRC, bitmap
+	timeKeyLen    = 1 + 8 + 8
 )
 
 // indexWriter builds the index keys of applied transactions into one
@@ -103,6 +106,19 @@ type indexWriter struct {
 	// no look at its accounts.
 	ledger uint32
 	mixed  bool
+	// live: the Snapshotter writes, and its batches carry no "I" record:
+	// each one's last block marks its end (readIndexState), which spares
+	// a memtable insert per batch. Open's batches (catch-up, cut,
+	// restart) write it.
+	live bool
+	// pend are the records the Snapshotter has applied and not yet
+	// indexed (their encodings in raw, txs); base is len(pend) before the
+	// batch being applied, so that history notes each one's place in pend.
+	pend []txRecord
+	base int
+	// later holds the time keys and postings of the blocks being written:
+	// key, or posting key ++ value (setLater).
+	later []byte
 	// For Stats.
 	written atomic.Uint64 // transactions indexed since Open (catch-up included)
 }
@@ -186,7 +202,7 @@ func (ix *indexWriter) history(recs []txRecord, i int, cells cellSource) error {
 				side |= sideCredit
 			}
 		}
-		h := histPending{rec: i, account: es[j].acct, side: side}
+		h := histPending{rec: ix.base + i, account: es[j].acct, side: side}
 		for c := range numColumns {
 			h.cols[c] = cells.load(cell(s, c))
 		}
@@ -373,22 +389,28 @@ func (ix *indexWriter) blocks(recs []txRecord, raw bool) error {
 			v = append(v, ix.posts[i].field)
 			v = append(v, pv[:]...)
 		}
-		pos := uint32(batchHeaderLen)
-		for j := range blk {
-			v = binary.LittleEndian.AppendUint32(v, pos)
-			pos += uint32(blk[j].encodedLen())
-		}
 		if raw {
+			// The transactions' encodings are consecutive in ix.raw: one
+			// copy, then each one's timestamp rebased on the block's.
+			txs := ix.txs[off : off+n]
+			for _, t := range txs {
+				v = binary.LittleEndian.AppendUint32(v, batchHeaderLen+t.off-txs[0].off)
+			}
 			v = binary.LittleEndian.AppendUint32(v, 0)
 			v = binary.LittleEndian.AppendUint64(v, first)
 			v = binary.LittleEndian.AppendUint32(v, uint32(n))
 			v = binary.LittleEndian.AppendUint64(v, uint64(base))
-			for j, t := range ix.txs[off : off+n] {
-				at := len(v)
-				v = append(v, ix.raw[t.off:t.off+t.n]...)
-				binary.LittleEndian.PutUint32(v[at+4:], uint32(blk[j].ts-base))
+			at := len(v) - int(txs[0].off)
+			v = append(v, ix.raw[txs[0].off:txs[n-1].off+txs[n-1].n]...)
+			for j, t := range txs {
+				binary.LittleEndian.PutUint32(v[at+int(t.off)+4:], uint32(blk[j].ts-base))
 			}
 		} else {
+			pos := uint32(batchHeaderLen)
+			for j := range blk {
+				v = binary.LittleEndian.AppendUint32(v, pos)
+				pos += uint32(blk[j].encodedLen())
+			}
 			v, _ = encodeBatch(v, blk, math.MaxInt)
 		}
 		sealInPlace(v)
@@ -396,29 +418,59 @@ func (ix *indexWriter) blocks(recs []txRecord, raw bool) error {
 		if err := ix.b.Set(idKey(prefixBlock, first), v, nil); err != nil {
 			return err
 		}
-		tk := append(ix.key[:0], prefixBlockTime)
-		tk = binary.BigEndian.AppendUint64(tk, tsKey(blk[n-1].ts))
-		tk = binary.BigEndian.AppendUint64(tk, first)
-		if err := ix.b.Set(tk, timeValue, nil); err != nil {
-			return err
-		}
+		// The time key and postings go in after every block (below).
+		ix.later = append(ix.later, prefixBlockTime)
+		ix.later = binary.BigEndian.AppendUint64(ix.later, tsKey(blk[n-1].ts))
+		ix.later = binary.BigEndian.AppendUint64(ix.later, first)
 		for i := range ix.posts {
 			p := &ix.posts[i]
 			pv := p.key()
-			v := append(ix.pval[:0], 0, 0, 0, 0)
+			ix.later = postingKey(ix.later, prefixTxPosting, p.field, &pv, first)
+			v := append(ix.later, 0, 0, 0, 0)
 			for _, w := range p.bits {
 				v = binary.LittleEndian.AppendUint64(v, w)
 			}
-			sealInPlace(v)
-			ix.pval = v
-			if err := ix.b.Set(postingKey(ix.key[:0], prefixTxPosting, p.field, &pv, first), v, nil); err != nil {
-				return err
-			}
+			sealInPlace(v[len(v)-postingValLen:])
+			ix.later = v
 		}
 		off += n
 	}
+	if err := ix.setLater(); err != nil {
+		return err
+	}
 	ix.last = recs[len(recs)-1].id
+	if ix.live {
+		return nil // the batch's last block says how far the index reaches (readIndexState)
+	}
 	return ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil)
+}
+
+// setLater adds the time keys and postings blocks left in ix.later, the
+// time keys after the postings: pebble inserts a batch's keys in order,
+// and one that follows its predecessor in key order is found from where
+// that went, so the blocks' keys go in as runs by prefix (blocks, then
+// postings, then time keys), not interleaved.
+func (ix *indexWriter) setLater() error {
+	for _, pass := range [...]byte{prefixTxPosting, prefixBlockTime} {
+		for b := ix.later; len(b) > 0; {
+			k, v := b[:timeKeyLen], timeValue
+			if b[0] == prefixTxPosting {
+				k, v = b[:postingKeyLen], b[postingKeyLen:postingKeyLen+postingValLen]
+			}
+			b = b[len(k):]
+			if k[0] == prefixTxPosting {
+				b = b[len(v):]
+			}
+			if k[0] != pass {
+				continue
+			}
+			if err := ix.b.Set(k, v, nil); err != nil {
+				return err
+			}
+		}
+	}
+	ix.later = ix.later[:0]
+	return nil
 }
 
 // key is the posting's value as keys hold it.
@@ -505,6 +557,9 @@ func encodeIndexState(from, last uint64) []byte {
 
 // readIndexState returns the index's first and last transaction, or
 // ok=false if the directory has no index state (never on, or off since).
+// The last is the "I" record's, or the end of the last block if that is
+// further: the Snapshotter's batches write blocks and no "I" (a batch is
+// all there or none of it, so its last block marks what it completes).
 func readIndexState(db *pebble.DB) (from, last uint64, ok bool, err error) {
 	v, closer, err := db.Get(indexStateKey)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -513,15 +568,29 @@ func readIndexState(db *pebble.DB) (from, last uint64, ok bool, err error) {
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("ledger: read index state: %w", err)
 	}
-	defer closer.Close()
 	body, err := openRecord(v)
 	if err == nil && len(body) != 16 {
 		err = fmt.Errorf("%d-byte value", len(body))
 	}
 	if err != nil {
+		closer.Close()
 		return 0, 0, false, &CorruptError{Key: clone(indexStateKey), Reason: "index state: " + err.Error()}
 	}
-	return binary.LittleEndian.Uint64(body), binary.LittleEndian.Uint64(body[8:]), true, nil
+	from, last = binary.LittleEndian.Uint64(body), binary.LittleEndian.Uint64(body[8:])
+	closer.Close()
+	it, err := prefixIter(db, prefixBlock)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer it.Close()
+	if it.Last() {
+		b, err := decodeBlock(it.Key(), it.Value())
+		if err != nil {
+			return 0, 0, false, &CorruptError{Key: clone(it.Key()), Reason: "index block: " + err.Error()}
+		}
+		last = max(last, b.last())
+	}
+	return from, last, true, it.Error()
 }
 
 // block is a decoded block value.

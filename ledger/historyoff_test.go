@@ -3,18 +3,22 @@ package ledger
 import (
 	"context"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
 )
 
 // indexKeys returns every record of the history and query indexes in dir
-// (key -> value), the index state included.
+// (key -> value), the index state included: those of its own store, and
+// any under the index's prefixes in the ledger's store.
 func indexKeys(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	keys := map[string]string{}
-	withDB(t, dir, func(db *pebble.DB) {
+	read := func(db *pebble.DB) {
 		for _, p := range append(indexPrefixes[:], prefixIndexState) {
 			it, err := prefixIter(db, p)
 			require.NoError(t, err)
@@ -24,8 +28,35 @@ func indexKeys(t *testing.T, dir string) map[string]string {
 			require.NoError(t, it.Error())
 			require.NoError(t, it.Close())
 		}
-	})
+	}
+	withDB(t, dir, read)
+	if _, err := os.Stat(filepath.Join(dir, indexDir)); err == nil {
+		withIndexDB(t, dir, read)
+	}
 	return keys
+}
+
+// withIndexDB runs f on the index store of the ledger directory dir,
+// flushed before it is closed (it has no log).
+func withIndexDB(t *testing.T, dir string, f func(db *pebble.DB)) {
+	t.Helper()
+	db, err := pebble.Open(filepath.Join(dir, indexDir), indexStoreOptions(&Config{FS: vfs.Default}))
+	require.NoError(t, err)
+	f(db)
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Close())
+}
+
+// setIndexValue rewrites the value of key in the index store of dir.
+func setIndexValue(t *testing.T, dir string, key []byte, mutate func([]byte) []byte) {
+	t.Helper()
+	withIndexDB(t, dir, func(db *pebble.DB) {
+		v, closer, err := db.Get(key)
+		require.NoError(t, err)
+		v = mutate(clone(v))
+		closer.Close()
+		require.NoError(t, db.Set(key, v, pebble.NoSync))
+	})
 }
 
 // TestIndexOffByDefault: a ledger opened with the zero Config (but Dir)
@@ -83,4 +114,5 @@ func TestIndexOffByDefault(t *testing.T) {
 	require.False(t, l.IndexStats().On)
 	require.NoError(t, l.Close())
 	require.Empty(t, indexKeys(t, cfg.Dir))
+	require.NoDirExists(t, filepath.Join(cfg.Dir, indexDir), "the index's store was created")
 }

@@ -36,14 +36,29 @@ func openIndex(db *pebble.DB, cfg *Config, rs *recovered) (*indexWriter, catchUp
 		// ErrIndexOff): an Open with it on catches up from where it
 		// stopped, or restarts it if the WAL no longer reaches back there.
 		// A damaged state record waits for that Open too.
-		if _, last, ok, _ := readIndexState(db); ok {
+		if last, ok := peekIndexState(cfg); ok {
 			log.Printf("ledger: %s: the history index (through tx %d) is off in this run: not updated, not served; an Open with Config.Index catches it up or restarts it", cfg.Dir, last)
 		}
 		return nil, cs, nil
 	}
 	t0 := time.Now()
-	ix := newIndexWriter(db, rs.accts, cfg.MaxAccounts)
-	err := ix.bringUp(cfg, rs, &cs)
+	legacy, err := dropLegacyIndex(db)
+	if err != nil {
+		return nil, cs, err
+	}
+	ixdb, err := openIndexStore(cfg)
+	if err != nil {
+		return nil, cs, err
+	}
+	ix := newIndexWriter(ixdb, rs.accts, cfg.MaxAccounts)
+	if legacy {
+		// The index moved to its own store: whatever that holds is
+		// dropped with the ledger store's copy, and built again.
+		log.Printf("ledger: %s: the history index moves from the ledger's store to %s/: rebuilding it from the WAL", cfg.Dir, indexDir)
+		err = ix.rebuild(cfg, rs, &cs)
+	} else {
+		err = ix.bringUp(cfg, rs, &cs)
+	}
 	var ce *CorruptError
 	if errors.As(err, &ce) {
 		// The index is derived data: a damaged record of it costs a
@@ -55,10 +70,50 @@ func openIndex(db *pebble.DB, cfg *Config, rs *recovered) (*indexWriter, catchUp
 	}
 	if err != nil {
 		ix.b.Close()
-		return nil, cs, err
+		return nil, cs, errors.Join(err, closeIndexStore(ixdb))
 	}
 	cs.took = time.Since(t0)
 	return ix, cs, nil
+}
+
+// peekIndexState reads the mark of an index that is off in this run, if
+// its store exists and opens.
+func peekIndexState(cfg *Config) (last uint64, ok bool) {
+	dir := cfg.FS.PathJoin(cfg.Dir, indexDir)
+	if _, err := cfg.FS.Stat(dir); err != nil {
+		return 0, false
+	}
+	opts := indexStoreOptions(cfg)
+	opts.ReadOnly = true
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return 0, false
+	}
+	defer db.Close()
+	_, last, ok, err = readIndexState(db)
+	return last, ok && err == nil
+}
+
+// followerWALFloor is the first transaction a follower with cfg.Index
+// keeps in its WAL: the one after its index's mark, from which the index
+// catches up once the replica opens as a leader (1 without a mark).
+func followerWALFloor(cfg *Config) (uint64, error) {
+	ixdb, err := openIndexStore(cfg)
+	if err != nil {
+		return 0, err
+	}
+	_, last, ok, err := readIndexState(ixdb)
+	if cerr := ixdb.Close(); err == nil {
+		err = cerr
+	}
+	var ce *CorruptError
+	if errors.As(err, &ce) || !ok {
+		return 1, nil // the catch-up rebuilds a damaged index from the first transaction
+	}
+	if err != nil {
+		return 0, err
+	}
+	return last + 1, nil
 }
 
 // bringUp brings the index to rs.last from the state it finds.
@@ -90,9 +145,16 @@ func (ix *indexWriter) bringUp(cfg *Config, rs *recovered, cs *catchUpStats) err
 // transaction, if the WAL still holds it (else from rs.last on).
 func (ix *indexWriter) rebuild(cfg *Config, rs *recovered, cs *catchUpStats) error {
 	ix.hpend, ix.raw, ix.txs = ix.hpend[:0], ix.raw[:0], ix.txs[:0]
-	for _, p := range indexPrefixes {
-		if err := ix.b.DeleteRange([]byte{p}, prefixEnd(p), nil); err != nil {
+	// A new store has nothing to drop: range tombstones in its memtable
+	// would only cost its flushes.
+	if nonEmpty, err := hasKeys(ix.db); err != nil || nonEmpty {
+		if err != nil {
 			return err
+		}
+		for _, p := range indexPrefixes {
+			if err := ix.b.DeleteRange([]byte{p}, prefixEnd(p), nil); err != nil {
+				return err
+			}
 		}
 	}
 	ix.from, ix.last = 1, 0

@@ -139,7 +139,10 @@ type Ledger struct {
 	// The history and query indexes (historyindex.go): written by the
 	// Snapshotter; nil without Config.Index or on a follower.
 	ix      *indexWriter
-	ixCatch catchUpStats // what Open did to the index
+	ixdb    *pebble.DB          // the index's own store (indexstore.go), ix.db; nil without ix
+	encTx   *ringbuf.SPSC[byte] // WAL stage -> Snapshotter: what it encoded, for ix (indexhandoff.go)
+	ixWaits waitList            // reads waiting for the index to hold a transaction (waitIndexed)
+	ixCatch catchUpStats        // what Open did to the index
 	_       pad
 	indexed atomic.Uint64 // Snapshotter: last transaction in the index
 }
@@ -228,14 +231,9 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 		// A follower does not index; once it opens as a leader, the index
 		// catches up from the WAL after where it stopped, which the
 		// follower therefore keeps (walFloor).
-		_, last, ok, err := readIndexState(db)
-		if err != nil {
+		if rs.walFloor, err = followerWALFloor(&cfg); err != nil {
 			db.Close()
 			return nil, err
-		}
-		rs.walFloor = 1
-		if ok {
-			rs.walFloor = last + 1
 		}
 	}
 	if n := len(truncs); n > 0 {
@@ -253,6 +251,10 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 	hash.Store(rs.hash)
 	w, err := wal.Create(walOptions(&cfg, db, hash), rs.segs, rs.last+1)
 	if err != nil {
+		if ix != nil {
+			ix.b.Close()
+			closeIndexStore(ix.db)
+		}
 		db.Close()
 		return nil, err
 	}
@@ -260,6 +262,7 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 	if err != nil {
 		if ix != nil {
 			ix.b.Close()
+			closeIndexStore(ix.db)
 		}
 		w.Close()
 		db.Close()
@@ -298,6 +301,12 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 	}
 	l.persisted.Store(rs.snapshot)
 	l.ix, l.ixCatch = rs.ix, rs.ixCatch
+	if l.ix != nil {
+		l.ixdb = l.ix.db
+		if l.encTx, err = newEncRing(walBatchBytes(&cfg)); err != nil {
+			return nil, err
+		}
+	}
 	l.indexed.Store(rs.last)
 	l.visible.Store(rs.accts.n)
 	l.spare.Store(&snapshotData{})
@@ -363,7 +372,7 @@ func (l *Ledger) close() error {
 	defer l.ckptMu.Unlock()
 	werr := l.wal.Close()
 	err := l.db.Close()
-	return errors.Join(l.storageErr(), werr, err)
+	return errors.Join(l.storageErr(), werr, err, closeIndexStore(l.ixdb))
 }
 
 // fail records a storage error, refuses further work and stops the stages.
@@ -440,7 +449,7 @@ func (l *Ledger) push(r *request) (TxID, error) {
 		return 0, err
 	}
 	defer l.exit()
-	l.txStage.Wake() // a parked Transactor starts waking while we publish
+	l.txStage.Prewake() // a parked Transactor starts waking while we publish
 	var bo backoff
 	for {
 		t, ok := l.seq.TryPush(*r)
@@ -514,7 +523,7 @@ func (l *Ledger) submitBatch(ops []Op, fn func(Result, error), level Level) (fir
 		return 0, 0, err
 	}
 	defer l.exit()
-	l.txStage.Wake()
+	l.txStage.Prewake() // as in push
 	var bo backoff
 	for {
 		t, ok := l.seq.TryPushN(reqs)

@@ -82,7 +82,7 @@ func (l *Ledger) LookupTransfers(ctx context.Context, ids []TxID, waitFor TxID) 
 		return nil, info, err
 	}
 	defer l.exit()
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixBlock}, UpperBound: idKey(prefixBlock, uint64(info.AsOf)+1)})
+	it, err := l.ixdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixBlock}, UpperBound: idKey(prefixBlock, uint64(info.AsOf)+1)})
 	if err != nil {
 		return nil, info, err
 	}

@@ -124,7 +124,7 @@ func (l *Ledger) QueryTransfers(ctx context.Context, f TransferFilter) (Transfer
 // that are in every posting list (every one, with none), with the block
 // holding each, until fn returns false.
 func (l *Ledger) scanTransfers(posts []postingList, lo, hi uint64, reverse bool, fn func(b *block, id uint64) (bool, error)) error {
-	bit, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixBlock}, UpperBound: idKey(prefixBlock, hi+1)})
+	bit, err := l.ixdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixBlock}, UpperBound: idKey(prefixBlock, hi+1)})
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func (l *Ledger) scanTransfers(posts []postingList, lo, hi uint64, reverse bool,
 		return bit.Error()
 	}
 	for i := range posts {
-		if err := posts[i].open(l.db, start, hi); err != nil {
+		if err := posts[i].open(l.ixdb, start, hi); err != nil {
 			return err
 		}
 		defer posts[i].close()
@@ -338,7 +338,7 @@ func (l *Ledger) QueryAccounts(ctx context.Context, q AccountQuery) (AccountsPag
 		posts = append(posts, postingList{prefix: postingPrefix(prefixAcctPosting, fieldAll, [16]byte{})})
 	}
 	for i := range posts {
-		if err := posts[i].open(l.db, lo, hi); err != nil {
+		if err := posts[i].open(l.ixdb, lo, hi); err != nil {
 			return p, err
 		}
 		defer posts[i].close()

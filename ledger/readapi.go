@@ -169,21 +169,42 @@ func (l *Ledger) indexRead(ctx context.Context, waitFor TxID) (ReadInfo, error) 
 	return ReadInfo{AsOf: x, Through: x, Committed: TxID(l.committed.Load())}, nil
 }
 
-// waitIndexed waits until the index holds transaction id (0: no wait). The
-// Snapshotter stores the index's mark before Snapshot, so this is a Wait
-// for Snapshot.
+// waitIndexed waits until the index holds transaction id (0: no wait):
+// the Snapshotter writes it a block's worth at a time, or when it runs
+// out of work, so its mark may trail Snapshot by up to a block under load.
 func (l *Ledger) waitIndexed(ctx context.Context, id TxID) error {
 	if id == 0 || TxID(l.indexed.Load()) >= id {
 		return nil
 	}
-	return l.Wait(ctx, id, Snapshot)
+	if err := l.refused(l.state.Load()); err != nil {
+		return err
+	}
+	w := &idWaiter{id: id, done: make(chan struct{})}
+	l.ixWaits.add(w)
+	if TxID(l.indexed.Load()) >= id {
+		l.ixWaits.remove(w)
+		return nil
+	}
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		l.ixWaits.remove(w)
+		return ctx.Err()
+	case <-l.stopped:
+		l.ixWaits.remove(w)
+		if TxID(l.indexed.Load()) >= id {
+			return nil
+		}
+		return l.stoppedErr()
+	}
 }
 
 // IndexStats reports the indexes: whether they are kept, the first and
 // last transaction they hold, and what Open did to bring them up to date.
 type IndexStats struct {
 	On        bool
-	Indexed   TxID          // last transaction indexed (= the Snapshot index while the pipeline runs)
+	Indexed   TxID          // last transaction indexed (at most a block behind Snapshot while the pipeline runs)
 	Written   uint64        // transactions indexed since Open, catch-up included
 	CaughtUp  uint64        // transactions Open replayed from the WAL into the index
 	Cut       uint64        // transactions Open cut from it (a torn tail's)

@@ -1,11 +1,14 @@
 package ledger
 
 import (
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lanework/lanework/ledger/internal/wal"
 	"github.com/lanework/lanework/pressure"
+	"github.com/lanework/lanework/ringbuf"
 )
 
 // The pipeline's invariants. Every change to the stage code keeps them;
@@ -296,7 +299,7 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 	defer l.wg.Done()
 	defer func() { l.walDone.Store(true); l.pm.Wake() }()
 	buf := make([]byte, wal.HeaderRoom, 1<<20)
-	maxBytes := min(walMaxBytes, wal.MaxBatch(l.cfg.WALSegmentSize)-maxTxEncoded) - wal.HeaderRoom
+	maxBytes := walBatchBytes(&l.cfg)
 	for {
 		recs := l.toWAL.PeekN(l.cfg.WALMaxBatch)
 		if len(recs) == 0 {
@@ -330,6 +333,11 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 		l.committed.Store(last)
 		l.waits[Committed].release(TxID(last))
 		l.deliver(recs, Committed)
+		// The index's blocks copy these encodings (before the records, so
+		// that the Snapshotter finds them with the records).
+		if l.encTx != nil && !l.handEncodings(buf[wal.HeaderRoom+batchHeaderLen:]) {
+			return
+		}
 		var bo backoff
 		for off := 0; off < k; {
 			dst := l.toSnap.Reserve(k - off)
@@ -369,11 +377,19 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 	ix := l.ix // the history and query indexes, if kept (historyindex.go)
 	var cells cellSource = liveCells(l.readable)
 	if ix != nil {
+		ix.live = true
 		defer ix.b.Close()
 	}
 	for {
 		recs := l.toSnap.PeekN(snapshotterRun)
 		if len(recs) == 0 {
+			if ix != nil && len(ix.pend) > 0 {
+				if err := l.commitIndex(ix); err != nil {
+					l.fail(err)
+					return
+				}
+				continue
+			}
 			// A requested snapshot of an idle ledger: everything asked
 			// for is applied. Checked before the exit test, so a request
 			// made before Close is still served while the pipeline drains.
@@ -394,20 +410,23 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		// Before any balance store of the batch: a persister that reads
 		// one of them and then loads applying sees at least last.
 		l.applying.Store(last)
+		if ix != nil {
+			ix.base = len(ix.pend)
+		}
 		for i := range recs {
 			if i%touchAhead == 0 {
 				l.touchCells(recs[i:min(i+touchAhead, len(recs))])
 			}
 			r := &recs[i]
-			// The resulting balance is stored, not added: a single atomic
-			// store per entry, and readers never see a torn value.
+			// The resulting balance is stored, not added: a single store
+			// per entry, and readers never see a torn value.
 			if r.extra != nil {
 				for _, e := range r.extra.exp { // the expiry scan's, first
-					l.readable[e.cell].Store(e.value)
+					l.storeCell(e.cell, e.value)
 				}
 			}
 			for _, e := range r.entries() {
-				l.readable[e.cell].Store(e.value)
+				l.storeCell(e.cell, e.value)
 			}
 			if (r.kind == KindTransfer || r.extra != nil) && r.bookOp(&op) {
 				if err := l.snapBook.applyOp(&op, l.closedBits.set); err != nil {
@@ -449,13 +468,17 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 				return
 			}
 		}
-		// Before Snapshot: a read that loads the index sees these keys.
+		// The index takes the batch, and writes once it has a block's
+		// worth (or the Snapshotter runs out of work, above).
 		if ix != nil {
-			if err := ix.apply(recs, false); err != nil {
+			err := ix.stage(l.encTx, recs)
+			if err == nil && len(ix.pend) >= blockMax {
+				err = l.commitIndex(ix)
+			}
+			if err != nil {
 				l.fail(err)
 				return
 			}
-			l.indexed.Store(last)
 		}
 		applied, appliedTs = last, recs[len(recs)-1].ts
 		l.visible.Store(accounts) // before Snapshot: a reader seeing the index sees the accounts
@@ -475,9 +498,25 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 	}
 }
 
+// storeCell stores v into readable cell c with a release store, not
+// sync/atomic's sequentially consistent one (a locked XCHG on amd64, which
+// also keeps the misses of the next stores from overlapping). The
+// Snapshotter is the cells' only writer and every reader loads them with
+// atomic loads, so a release store is enough: an aligned 8-byte store is
+// never torn, and what readers rely on is ordered by release alone. The
+// Snapshot index, stored after a batch's cells, is a release too, so a
+// reader that loads it and then a cell sees the batch's value or a newer
+// one; and a persister that loads a cell's new value, then applying, sees
+// the applying stored before it. The argument steps outside the Go memory
+// model as ringbuf's does (ringbuf/release.go); race builds use
+// sync/atomic stores and check it within the model.
+func (l *Ledger) storeCell(c uint32, v int64) {
+	ringbuf.StoreRelease((*atomic.Uint64)(unsafe.Pointer(&l.readable[c])), uint64(v))
+}
+
 // touchCells loads the readable cells the entries of recs store into, so
-// that their cache misses overlap: each atomic store (a locked XCHG on
-// amd64) would otherwise wait for its line alone. The compiler keeps an
+// that their cache misses overlap: stores leave the store buffer in order,
+// and each would otherwise wait for its line alone. The compiler keeps an
 // atomic load whose value is unused.
 func (l *Ledger) touchCells(recs []txRecord) {
 	for i := range recs {
@@ -513,6 +552,7 @@ func (l *Ledger) runPersister() {
 	var buf []byte
 	keep := retentionOf(&l.cfg)
 	prunedID, prunedTs := l.recovered.last, wallNow(&l.cfg) // Open pruned
+	var ixFlushed uint64                                    // the index's mark its store's last Flush made durable (indexFloor)
 	for s := range l.persistCh {
 		var err error
 		var hook func(uint32)
@@ -528,7 +568,12 @@ func (l *Ledger) runPersister() {
 			if f := l.rep.walFloor; f != 0 {
 				keep = min(keep, f)
 			}
-			_, err = l.wal.RemoveBelow(keep)
+			if l.ixdb != nil { // none the index store's catch-up may need
+				keep, err = l.indexFloor(keep, &ixFlushed)
+			}
+			if err == nil {
+				_, err = l.wal.RemoveBelow(keep)
+			}
 		}
 		// As of the snapshot's transaction: whatever it finds expired is
 		// expired for every transaction the Transactor executes later.

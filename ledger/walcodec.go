@@ -260,6 +260,12 @@ func decodeAccount(b []byte) acctMeta {
 // encodedLen is the size of r's encoding in a batch.
 func (r *txRecord) encodedLen() int {
 	n := txHeaderLen + int(r.n)*entryLen
+	if r.isPlain() { // most records: no optional part but a transfer's fields
+		if r.kind == KindTransfer {
+			n += xferLen
+		}
+		return n
+	}
 	if r.userRef != 0 {
 		n += 8
 	}

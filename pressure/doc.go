@@ -16,7 +16,8 @@
 //
 // Whoever makes work visible to a stage, other than that stage itself, must
 // call Manager.Wake, or the Stage.Wake of the stage it feeds, after
-// publishing it. An entry point that takes external input calls Wake before
+// publishing it. An entry point that takes external input calls Wake (or
+// Stage.Prewake, which orders nothing and so needs no fence) before
 // publishing as well, so parked stages are already waking when the item
 // lands. With that contract no wakeup is lost, whatever the interleaving
 // (docs/pressure.md gives the argument).

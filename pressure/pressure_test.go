@@ -436,6 +436,9 @@ func TestParkWithoutSlot(t *testing.T) {
 			st[1].Wake()
 			assert.Len(t, st[1].wake, 1)
 			assert.Len(t, st[2].wake, 0, "Stage.Wake unparks only its stage")
+			st[2].Prewake()
+			assert.Len(t, st[2].wake, 1, "Prewake unparks its stage as Wake does")
+			assert.Len(t, st[1].wake, 1)
 			for _, x := range st[1:] {
 				x.unpark()
 				require.True(t, x.OnEmpty()) // parks, returns with the token
@@ -458,6 +461,11 @@ func TestParkWithoutSlot(t *testing.T) {
 				}
 			}
 			assert.Equal(t, Idle, m.Level())
+			st[0].Prewake()
+			assert.Equal(t, High, m.Level(), "Prewake leaves Idle as Wake does")
+			for _, x := range st {
+				assert.Len(t, x.wake, 1, "leaving Idle unparks every stage")
+			}
 			m.Close()
 			for _, x := range st {
 				assert.False(t, x.OnEmpty())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,9 +39,14 @@ func TestHarnessShort(t *testing.T) {
 }
 
 // TestHarnessIndex: the ledger the harness runs writes the query index's
-// transfer blocks ("T" keys) only with Index.
+// transfer blocks ("T" keys, in the index's own store, index/) only with
+// Index.
 func TestHarnessIndex(t *testing.T) {
 	blocks := func(dir string) int {
+		dir = filepath.Join(dir, "index")
+		if _, err := os.Stat(dir); err != nil {
+			return 0
+		}
 		db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true})
 		require.NoError(t, err)
 		defer db.Close()

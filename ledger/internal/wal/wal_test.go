@@ -136,3 +136,53 @@ func copyFS(from, to vfs.FS, dir string) error {
 	}
 	return nil
 }
+
+// The sparse segment Create opens is left at the first Append after the
+// preparer has written out its successor, and never before it holds a
+// batch: no segment is empty, and the log reads back whole.
+func TestLeavesSparseSegment(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := testOptions(fs)
+	w, err := Create(opts, nil, 1)
+	require.NoError(t, err)
+	prepared := <-w.prepDone // the successor Create asked for is ready ...
+	require.NoError(t, prepared)
+	w.prepDone <- prepared // ... and stays ready for Append
+	require.NoError(t, w.Append(batch(1, 3, 100), 1, 3))
+	require.Len(t, w.Segments(), 1, "the sparse segment holds its first batch")
+	require.NoError(t, w.Append(batch(4, 4, 100), 4, 4))
+	segs := w.Segments()
+	require.Len(t, segs, 2, "left once the successor was ready")
+	require.Equal(t, uint64(4), segs[1].First)
+	require.False(t, w.sparse)
+	for i := uint64(5); i <= 50; i++ { // no second early rollover
+		require.NoError(t, w.Append(batch(i, i, 100), i, i))
+	}
+	require.Len(t, w.Segments(), 2)
+	require.NoError(t, w.Close())
+	var ids []uint64
+	res, err := Scan(opts, Bounds{}, 0, func(_ Segment, _ int64, p []byte) error {
+		ids = append(ids, binary.LittleEndian.Uint64(p))
+		return nil
+	})
+	require.NoError(t, err)
+	require.Nil(t, res.Torn)
+	require.Equal(t, uint64(50), res.Last)
+	require.Len(t, ids, 48)
+	require.Equal(t, []uint64{1, 4, 5}, ids[:3])
+}
+
+// Close right after Create finds the preparer's request either answered or
+// never taken, and returns in both cases (it once waited forever for an
+// answer to a request the preparer left behind when it saw quit first).
+func TestCloseRightAfterCreate(t *testing.T) {
+	for i := range 200 {
+		fs := vfs.NewMem()
+		w, err := Create(testOptions(fs), nil, 1)
+		require.NoError(t, err)
+		if i%2 == 1 {
+			require.NoError(t, w.Append(batch(1, 1, 100), 1, 1))
+		}
+		require.NoError(t, w.Close())
+	}
+}

@@ -1,0 +1,139 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// histRounds submits rounds batches of the history workload and returns
+// every result, the accounts' creations first.
+func histRounds(t *testing.T, l *Ledger, rng *rand.Rand, rounds, n int) ([]uint64, []Result) {
+	t.Helper()
+	accts, all := histAccounts(t, l, 16)
+	ref := uint64(0)
+	for range rounds {
+		r, err := l.SubmitBatchAndWait(context.Background(), histWorkload(rng, n, accts, &ref), Committed)
+		require.NoError(t, err)
+		all = append(all, r...)
+	}
+	return accts, all
+}
+
+// TestIndexLegacyLayout: a directory written before the index had its own
+// store holds the index's keys in the ledger's store. An Open with the
+// index drops them from there and builds the index in its store from the
+// WAL; the reads answer as before.
+func TestIndexLegacyLayout(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 13))
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, SnapshotEvery: 200, Index: true}
+	l, err := Open(cfg)
+	require.NoError(t, err)
+	_, all := histRounds(t, l, rng, 8, 50)
+	require.NoError(t, l.Close())
+
+	// The same keys where the earlier build kept them.
+	legacy := indexKeys(t, cfg.Dir)
+	require.NotEmpty(t, legacy)
+	require.NoError(t, os.RemoveAll(filepath.Join(cfg.Dir, indexDir)))
+	withDB(t, cfg.Dir, func(db *pebble.DB) {
+		for k, v := range legacy {
+			require.NoError(t, db.Set([]byte(k), []byte(v), pebble.Sync))
+		}
+	})
+
+	l, err = Open(cfg)
+	require.NoError(t, err)
+	st := l.IndexStats()
+	require.False(t, st.Restarted)
+	require.EqualValues(t, len(all), st.CaughtUp, "not rebuilt from the first transaction")
+	checkIndex(t, l, newHistModel(all), rng)
+	require.NoError(t, l.Close())
+	withDB(t, cfg.Dir, func(db *pebble.DB) {
+		for _, p := range append(indexPrefixes[:], prefixIndexState) {
+			it, err := prefixIter(db, p)
+			require.NoError(t, err)
+			require.False(t, it.First(), "ledger store still holds index key %q", it.Key())
+			require.NoError(t, it.Close())
+		}
+	})
+	withIndexDB(t, cfg.Dir, func(db *pebble.DB) {
+		_, last, ok, err := readIndexState(db)
+		require.NoError(t, err)
+		require.True(t, ok, "no mark in the index store")
+		require.EqualValues(t, len(all), last)
+	})
+}
+
+// TestIndexStoreOutlivesRetention: the index's store has no log, so a
+// power cut loses what it had not flushed. Retention must not remove the
+// WAL that the catch-up then needs: after a cut with every unsynced byte
+// lost, the index catches up rather than restarts.
+func TestIndexStoreOutlivesRetention(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 17))
+	mem := vfs.NewCrashableMem()
+	cfg := Config{Dir: "/r", FS: mem, MaxAccounts: 64, SnapshotEvery: 300, WALRetention: 300,
+		WALSegmentSize: 256 << 10, WALMaxBatch: 64, Index: true}
+	l, err := Open(cfg)
+	require.NoError(t, err)
+	_, all := histRounds(t, l, rng, 60, 200)
+	ctx := context.Background()
+	require.NoError(t, l.Wait(ctx, TxID(len(all)), Snapshot))
+	_, err = l.Snapshot(ctx) // a persisted snapshot at the end: retention runs
+	require.NoError(t, err)
+	segs, _, err := listSegments(mem, cfg.Dir)
+	require.NoError(t, err)
+	require.Greater(t, segs[0].First, uint64(1), "retention removed no segment: the test shows nothing")
+	crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	require.NoError(t, l.Close())
+
+	cfg.FS = crashed
+	l, err = Open(cfg)
+	require.NoError(t, err)
+	x, err := l.Indexes()
+	require.NoError(t, err)
+	require.EqualValues(t, len(all), x.Committed)
+	st := l.IndexStats()
+	require.False(t, st.Restarted, "the index restarted: retention removed the WAL its catch-up needed")
+	require.Less(t, st.CaughtUp, uint64(len(all)), "the index's flushed part was lost")
+	checkIndex(t, l, newHistModel(all), rng)
+	require.NoError(t, l.Close())
+}
+
+// TestCheckpointCarriesIndex: a checkpoint of a ledger that keeps the index
+// carries its store's keys; the installed directory, opened with the
+// index, catches up only what the checkpoint's index lacked.
+func TestCheckpointCarriesIndex(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 19))
+	ctx := context.Background()
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, SnapshotEvery: 200, Index: true}
+	l, err := Open(cfg)
+	require.NoError(t, err)
+	_, all := histRounds(t, l, rng, 8, 50)
+	require.NoError(t, l.waitIndexed(ctx, TxID(len(all))))
+	var ck bytes.Buffer
+	at, err := l.WriteCheckpoint(ctx, &ck)
+	require.NoError(t, err)
+	require.EqualValues(t, len(all), at)
+	require.NoError(t, l.Close())
+
+	ncfg := cfg
+	ncfg.Dir = filepath.Join(t.TempDir(), "new")
+	_, err = InstallCheckpoint(ncfg, &ck)
+	require.NoError(t, err)
+	require.DirExists(t, filepath.Join(ncfg.Dir, indexDir))
+	n, err := Open(ncfg)
+	require.NoError(t, err)
+	st := n.IndexStats()
+	require.False(t, st.Restarted)
+	require.Zero(t, st.CaughtUp, "the installed index was not the sender's")
+	checkIndex(t, n, newHistModel(all), rng)
+	require.NoError(t, n.Close())
+}
