@@ -43,13 +43,15 @@ func newCancelLog(maxDelay, la uint64) *cycleLog {
 // the cycle that entry takes effect (next); entries appended meanwhile are of
 // later cycles and take effect no sooner. A connection whose sender cannot
 // cancel reads an empty log that never changes.
+//
+// The fields stale reads come first; used, which only refresh touches, last.
 type cut struct {
 	log  *cycleLog
 	seen uint64 // the log's entry count at the last refresh; none: an entry is pending
+	ep   uint32 // E(c-d): messages stamped older are cancelled
+	d    uint32 // the connection's delay
 	next uint64 // with an entry pending: the cycle it takes effect in
 	used uint64 // log entries folded into ep
-	d    uint32 // the connection's delay
-	ep   uint32 // E(c-d): messages stamped older are cancelled
 }
 
 // noCancels is the log of every port that cannot cancel: it stays empty.

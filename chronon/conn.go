@@ -87,19 +87,23 @@ type conn[T any] struct {
 	// credits for its cycle c, the producer waits for rprog >= c.
 	rprog *atomic.Uint64
 
-	// Receiver side, one cache line: its pop-credit count and its view of
-	// the sender's cancels (which holds its copy of the delay).
-	cut        cut // the sender's cancels in effect (see cancel.go)
+	// Receiver side, one cache line: its pop-credit count, whether it
+	// publishes it to another goroutine, and its view of the sender's cancels
+	// (which holds its copy of the delay). Only the cut's last field, read
+	// and written by a refresh alone, falls on the fourth line, with the
+	// fields used only across goroutines.
 	pops       uint64
 	popCycle   uint64
 	popsBefore uint64 // pops in cycles before popCycle
+	rcross     bool   // cross, the receiver's copy on its own line (set with cross)
+	cut        cut    // the sender's cancels in effect (see cancel.go)
 
 	// clog is the pop credits as published to another goroutine
 	// (allocated, and used, only when cross); pprog the producer's
 	// worker's progress under the lookahead engine (see InPort.flush).
 	clog  *cycleLog
 	pprog *atomic.Uint64
-	_     [cacheLine - 16]byte
+	_     [cacheLine - 24]byte
 }
 
 // cacheLine is the padding unit against false sharing.
@@ -139,7 +143,7 @@ func (k *conn[T]) credit(c uint64) {
 		k.popCycle, k.popsBefore = c, k.pops
 	}
 	k.pops++
-	if k.cross {
+	if k.rcross {
 		k.clog.advance(c, k.pops)
 	}
 }

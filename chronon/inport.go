@@ -16,21 +16,24 @@ import (
 // cycle. Messages of one connection are received in send order; messages of
 // several connections in (arrive, connection id) order.
 type InPort[T any] struct {
-	u     *unitState
-	one   *conn[T]   // the connection of a single-connection port
-	ring  ingress[T] // the connection's lane of a single-connection port
-	front []msg[T]   // survivors of a selective flush, older than anything in ring
-	fhead int
-
-	merge *frontier.Merger[lmsg[T]] // fan-in ports
-	conns []*conn[T]
-	name  string
-
+	// What a receive reads comes first: a unit's ports are per-unit
+	// working set, which sets the cost per unit-cycle of a large model.
+	// A fan-in receive reads the first 64 bytes; a single connection's,
+	// u, idle, one and the 48 bytes from ring.
+	u *unitState
 	// idle is a cycle before which no message can be ready (see receive);
 	// gap is the fewest cycles from a receive attempt that finds a
 	// connection empty to the arrival of its next message (see setGap).
-	idle uint64
-	gap  uint64
+	idle  uint64
+	one   *conn[T]                  // the connection of a single-connection port
+	merge *frontier.Merger[lmsg[T]] // fan-in ports
+	conns []*conn[T]
+	gap   uint64
+	ring  ingress[T] // the connection's lane of a single-connection port
+	front []msg[T]   // survivors of a selective flush, older than anything in ring
+	fhead int
+	name  string
+
 	// waits says a connection's producer runs on another worker of the
 	// lookahead engine, which Flush waits for (see flush).
 	waits bool

@@ -6,21 +6,25 @@ import "reflect"
 // Declare it as a field of the unit struct; the zero value is ready for
 // Simulation.Add. Only the owning unit's Tick may call its methods.
 type OutPort[T any] struct {
+	// What Send reads and writes comes first, 40 bytes together: a unit's
+	// ports are per-unit working set, which sets the cost per unit-cycle
+	// of a large model, and spread over the port's 128 bytes these fields
+	// took two lines a port.
 	u     *unitState
-	name  string
 	conns []*conn[T]
-	bc    *shared[T] // the shared broadcast ring, when Build chose it
-	// With bc: the connections with lanes of their own (to fan-in ports),
-	// in connection order.
-	lanes []*conn[T]
 	// epoch counts the port's effective cancels; sent says a message was
 	// sent since it last advanced. Both are the owner's; receivers read the
 	// log, allocated by Build (see cancel.go).
 	epoch    uint32
 	sent     bool
+	noCancel bool       // the port of a NoCancelOutPort
+	bc       *shared[T] // the shared broadcast ring, when Build chose it
+	// With bc: the connections with lanes of their own (to fan-in ports),
+	// in connection order.
+	lanes    []*conn[T]
 	log      *cycleLog
-	noCancel bool // the port of a NoCancelOutPort
-	reserved []T  // messages reserved by a PortTransaction, not yet sent
+	name     string
+	reserved []T // messages reserved by a PortTransaction, not yet sent
 }
 
 // CanSend reports whether Send would succeed now: every connection has a

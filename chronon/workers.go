@@ -210,6 +210,7 @@ func (p *InPort[T]) setParallel(groupOf []int, prog []*atomic.Uint64) {
 	p.waits = false
 	for _, k := range p.conns {
 		k.cross = groupOf != nil && groupOf[k.out.u.index] != groupOf[p.u.index]
+		k.rcross = k.cross
 		k.pubPushes.Store(k.pushes)
 		k.rprog, k.pprog = nil, nil
 		if !k.cross {

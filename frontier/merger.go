@@ -36,34 +36,41 @@ var (
 // and is then used by one consumer goroutine while each lane is pushed to by
 // its own producer goroutine.
 type Merger[T any] struct {
-	// Consumer state, indexed by rank: the lane's position in
-	// (connID, laneID) order.
-	srcs   []source[T]
-	spills int // sources whose spill is non-empty
-	// Heap mode: hot[s] is what a pop or a refresh touches of the lane of
-	// rank s, 16 bytes per lane so that indexing is a shift.
-	hot []hotLane[T]
+	// A scan-mode pop reads the flags, counts and tables below, and for
+	// the first four lanes just three lines of them: the 24 bytes here
+	// with rings[0:4], heads[0:4], and hd[0:4]. A merger is per-receiver
+	// working set, which sets a large model's cost per receive; with the
+	// flags at the end, and the tables at offsets that split them across
+	// lines, a pop read seven. The tables stay apart, eight bytes per
+	// lane, so that indexing one by a variable rank is a scaled address.
+	bounded  bool
+	heapMode bool
+	known    uint32
+	spills   int // sources whose spill is non-empty
+	nscan    int
 
-	// Scan mode: rings[s] is the ring of the lane of rank s, for s below
-	// the lane count rounded up to a multiple of 4 (nscan); the slots past
-	// the last lane hold an empty ring nobody pushes to, so that the scan
-	// reads whole groups of four lanes. Bit s of known says heads[s] is the arrive
-	// cycle of the head of lane s, which only the consumer can change;
-	// hd[s] is the ring's head ticket, which only the consumer moves,
-	// mirrored here so that the scan reads one line per lane (the
-	// producer's tail) instead of two.
+	// Scan mode: rings[s] is the ring of the lane of rank s (its position
+	// in (connID, laneID) order), for s below the lane count rounded up to
+	// a multiple of 4 (nscan); the slots past the last lane hold an empty
+	// ring nobody pushes to, so that the scan reads whole groups of four
+	// lanes. Bit s of known says heads[s] is the arrive cycle of the head
+	// of lane s, which only the consumer can change; hd[s] is the ring's
+	// head ticket, which only the consumer moves, mirrored here so that
+	// the scan reads one line per lane (the producer's tail) instead of
+	// two.
 	rings [heapThreshold]*ringbuf.SPSC[item[T]]
-	nscan int
-	pad   *ringbuf.SPSC[item[T]]
-	known uint32
 	heads [heapThreshold]uint64
 	hd    [heapThreshold]uint64
+	pad   *ringbuf.SPSC[item[T]]
 
-	heapMode bool
-	heap     minHeap
-	notify   notifier
+	// Consumer state, indexed by rank.
+	srcs []source[T]
+	// Heap mode: hot[s] is what a pop or a refresh touches of the lane of
+	// rank s, 16 bytes per lane so that indexing is a shift.
+	hot    []hotLane[T]
+	heap   minHeap
+	notify notifier
 
-	bounded  bool
 	fifo     queue[T]
 	capacity int
 	budget   int    // admissions left in the current receiver cycle
