@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -111,10 +112,10 @@ type indexWriter struct {
 	// a memtable insert per batch. Open's batches (catch-up, cut,
 	// restart) write it.
 	live bool
-	// pend are the records the Snapshotter has applied and not yet
+	// pend are the transactions the Snapshotter has applied and not yet
 	// indexed (their encodings in raw, txs); base is len(pend) before the
 	// batch being applied, so that history notes each one's place in pend.
-	pend []txRecord
+	pend []blockTx
 	base int
 	// later holds the time keys and postings of the blocks being written:
 	// key, or posting key ++ value (setLater).
@@ -214,24 +215,33 @@ func (ix *indexWriter) history(recs []txRecord, i int, cells cellSource) error {
 // histPending is a history record to write once the transaction's
 // encoding is at hand (apply).
 type histPending struct {
-	rec     int // index in the batch's records
+	rec     int // index in pend, raw and txs
 	account uint64
 	side    byte
 	cols    [numColumns]int64
 }
 
-// writeHistory adds the pending history records of recs to the batch.
-func (ix *indexWriter) writeHistory(recs []txRecord) error {
+// writeHistory adds the pending history records to the batch. A record's
+// transaction is a batch of the one transaction, copied from its encoding
+// in ix.raw with its timestamp the batch's base and the batch checksum 0
+// (the record's checksum covers it), as blocks are.
+func (ix *indexWriter) writeHistory() error {
 	for _, h := range ix.hpend {
-		r := &recs[h.rec]
+		t, at := &ix.pend[h.rec], ix.txs[h.rec]
 		v := append(ix.val[:0], 0, 0, 0, 0, histTransfer, h.side)
 		for _, c := range h.cols {
 			v = binary.LittleEndian.AppendUint64(v, uint64(c))
 		}
-		v, _ = encodeBatch(v, recs[h.rec:h.rec+1], math.MaxInt) // a batch of the one transaction
+		v = binary.LittleEndian.AppendUint32(v, 0)
+		v = binary.LittleEndian.AppendUint64(v, t.id)
+		v = binary.LittleEndian.AppendUint32(v, 1)
+		v = binary.LittleEndian.AppendUint64(v, uint64(t.ts))
+		enc := len(v)
+		v = append(v, ix.raw[at.off:at.off+at.n]...)
+		binary.LittleEndian.PutUint32(v[enc+4:], 0)
 		sealInPlace(v)
 		ix.val = v
-		if err := ix.b.Set(historyKey(ix.key[:0], h.account, r.id), v, nil); err != nil {
+		if err := ix.b.Set(historyKey(ix.key[:0], h.account, t.id), v, nil); err != nil {
 			return err
 		}
 	}
@@ -347,75 +357,83 @@ func isTransfer(r *txRecord) bool { return r.fail == OK && r.kind != KindCreateA
 // rawTx locates one transaction's encoding in indexWriter.raw.
 type rawTx struct{ off, n uint32 }
 
-// blocks adds the blocks of recs, their time keys and postings, and the
-// index state, to the batch. A block is a WAL batch of its transactions:
-// encoded from the records, or, with raw, copied from their encodings in
-// ix.raw, ix.txs (Open's catch-up has them from the WAL) with the
-// timestamps rebased on the block's first and the batch checksum 0 (the
-// block's checksum covers it).
-func (ix *indexWriter) blocks(recs []txRecord, raw bool) error {
-	for off := 0; off < len(recs); {
-		n := min(blockMax, len(recs)-off)
-		first, base := recs[off].id, recs[off].ts
+// blockTx is what a block needs of a transaction besides its encoding:
+// plain values, so that staging a transaction writes 40 bytes and leaves
+// no reference to its record's entries.
+type blockTx struct {
+	id, userData uint64 // userData: a transfer's, 0 for the others
+	ts           int64
+	ledger       uint32 // posted: ledgerOf
+	code         uint16 // a transfer's, 0 for the others
+	posted       bool   // isTransfer: a posting names it; if not, ledger, code and userData are not set
+}
+
+// stageBlockTxs adds what the blocks need of recs to ix.pend.
+func (ix *indexWriter) stageBlockTxs(recs []txRecord) {
+	at := len(ix.pend)
+	ix.pend = slices.Grow(ix.pend, len(recs))[:at+len(recs)]
+	pend := ix.pend[at:]
+	for i := range recs {
+		r, t := &recs[i], &pend[i]
+		t.id, t.ts = r.id, r.ts
+		t.posted = isTransfer(r)
+		switch {
+		case !t.posted:
+		case r.kind == KindTransfer: // OK, so not a Duplicate: it carries its fields
+			t.ledger, t.code, t.userData = r.ledger, r.code, r.userData
+		default:
+			t.ledger, t.code, t.userData = ix.ledgerOf(r), 0, 0
+		}
+	}
+}
+
+// blocks adds the blocks of the transactions ix.pend, their time keys and
+// postings, and the index state, to the batch. A block is a WAL batch of
+// its transactions, copied from their encodings in ix.raw, ix.txs (the
+// WAL stage's, or Open's catch-up's from the WAL) with the timestamps
+// rebased on the block's first and the batch checksum 0 (the block's
+// checksum covers it).
+func (ix *indexWriter) blocks() error {
+	pend := ix.pend
+	for off := 0; off < len(pend); {
+		n := min(blockMax, len(pend)-off)
+		first, base := pend[off].id, pend[off].ts
 		ix.posts = ix.posts[:0]
 		ix.lastPost = [4]int{-1, -1, -1, -1}
-		for j := range n {
-			r := &recs[off+j]
-			if d := r.ts - base; d < 0 || d > math.MaxUint32 {
+		// Most transfers post the ledger of the one before: that run's
+		// bits gather here, without a call, until another ledger's.
+		lp, ledger, run := -1, uint32(0), [blockMax / 64]uint64{}
+		for j, t := range pend[off : off+n] {
+			if d := t.ts - base; d < 0 || d > math.MaxUint32 {
 				n = j // the batch encoding's limit: a new block
 				break
 			}
-			if !isTransfer(r) {
+			if !t.posted {
 				continue
 			}
-			ix.post(fieldLedger, uint64(ix.ledgerOf(r)), uint(j))
+			if lp < 0 || t.ledger != ledger {
+				if lp >= 0 {
+					ix.posts[lp].or(&run)
+				}
+				ix.post(fieldLedger, uint64(t.ledger), uint(j))
+				lp, ledger, run = ix.lastPost[fieldLedger], t.ledger, [blockMax / 64]uint64{}
+			}
+			run[uint8(j)/64] |= 1 << (uint8(j) % 64)
 			// A zero code or user_data matches any in a query: never
 			// looked up, so not posted.
-			if r.hasTransfer() {
-				if r.code != 0 {
-					ix.post(fieldCode, uint64(r.code), uint(j))
-				}
-				if r.userData != 0 {
-					ix.post(fieldUserData, r.userData, uint(j))
-				}
+			if t.code != 0 {
+				ix.post(fieldCode, uint64(t.code), uint(j))
+			}
+			if t.userData != 0 {
+				ix.post(fieldUserData, t.userData, uint(j))
 			}
 		}
-		blk := recs[off : off+n]
-		v := append(ix.val[:0], 0, 0, 0, 0)
-		v = binary.LittleEndian.AppendUint32(v, uint32(n))
-		v = binary.LittleEndian.AppendUint32(v, uint32(len(ix.posts)))
-		for i := range ix.posts {
-			pv := ix.posts[i].key()
-			v = append(v, ix.posts[i].field)
-			v = append(v, pv[:]...)
+		if lp >= 0 {
+			ix.posts[lp].or(&run)
 		}
-		if raw {
-			// The transactions' encodings are consecutive in ix.raw: one
-			// copy, then each one's timestamp rebased on the block's.
-			txs := ix.txs[off : off+n]
-			for _, t := range txs {
-				v = binary.LittleEndian.AppendUint32(v, batchHeaderLen+t.off-txs[0].off)
-			}
-			v = binary.LittleEndian.AppendUint32(v, 0)
-			v = binary.LittleEndian.AppendUint64(v, first)
-			v = binary.LittleEndian.AppendUint32(v, uint32(n))
-			v = binary.LittleEndian.AppendUint64(v, uint64(base))
-			at := len(v) - int(txs[0].off)
-			v = append(v, ix.raw[txs[0].off:txs[n-1].off+txs[n-1].n]...)
-			for j, t := range txs {
-				binary.LittleEndian.PutUint32(v[at+int(t.off)+4:], uint32(blk[j].ts-base))
-			}
-		} else {
-			pos := uint32(batchHeaderLen)
-			for j := range blk {
-				v = binary.LittleEndian.AppendUint32(v, pos)
-				pos += uint32(blk[j].encodedLen())
-			}
-			v, _ = encodeBatch(v, blk, math.MaxInt)
-		}
-		sealInPlace(v)
-		ix.val = v
-		if err := ix.b.Set(idKey(prefixBlock, first), v, nil); err != nil {
+		blk := pend[off : off+n]
+		txs := ix.txs[off : off+n]
+		if err := ix.putBlock(blk, txs); err != nil {
 			return err
 		}
 		// The time key and postings go in after every block (below).
@@ -438,11 +456,52 @@ func (ix *indexWriter) blocks(recs []txRecord, raw bool) error {
 	if err := ix.setLater(); err != nil {
 		return err
 	}
-	ix.last = recs[len(recs)-1].id
+	ix.last = pend[len(pend)-1].id
 	if ix.live {
 		return nil // the batch's last block says how far the index reaches (readIndexState)
 	}
 	return ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil)
+}
+
+// putBlock adds the block of blk, whose encodings txs locates in ix.raw
+// and whose postings ix.posts holds, to the batch. The value is built
+// where the batch holds it: the transactions' encodings, consecutive in
+// ix.raw, in one copy, then each one's timestamp rebased on the block's.
+func (ix *indexWriter) putBlock(blk []blockTx, txs []rawTx) error {
+	n, np := len(blk), len(ix.posts)
+	first, base := blk[0].id, blk[0].ts
+	start, end := txs[0].off, txs[n-1].off+txs[n-1].n
+	head := 12 + np*17 // checksum, count, postings' count, postings
+	op := ix.b.SetDeferred(1+8, head+4*n+batchHeaderLen+int(end-start))
+	op.Key[0] = prefixBlock
+	binary.BigEndian.PutUint64(op.Key[1:], first)
+	// Appended within the room reserved (the length check below says so).
+	v := append(op.Value[:0], 0, 0, 0, 0)
+	v = binary.LittleEndian.AppendUint32(v, uint32(n))
+	v = binary.LittleEndian.AppendUint32(v, uint32(np))
+	for i := range ix.posts {
+		pv := ix.posts[i].key()
+		v = append(v, ix.posts[i].field)
+		v = append(v, pv[:]...)
+	}
+	for _, t := range txs {
+		v = binary.LittleEndian.AppendUint32(v, batchHeaderLen+t.off-start)
+	}
+	v = binary.LittleEndian.AppendUint32(v, 0)
+	v = binary.LittleEndian.AppendUint64(v, first)
+	v = binary.LittleEndian.AppendUint32(v, uint32(n))
+	v = binary.LittleEndian.AppendUint64(v, uint64(base))
+	body := len(v)
+	v = append(v, ix.raw[start:end]...)
+	if len(v) != len(op.Value) || &v[0] != &op.Value[0] {
+		return fmt.Errorf("ledger: index: block of tx %d: %d bytes built, %d reserved", first, len(v), len(op.Value))
+	}
+	bv, blk := v[body:], blk[:len(txs)]
+	for j, t := range txs {
+		binary.LittleEndian.PutUint32(bv[t.off-start+4:], uint32(blk[j].ts-base))
+	}
+	sealInPlace(v)
+	return op.Finish()
 }
 
 // setLater adds the time keys and postings blocks left in ix.later, the
@@ -482,6 +541,13 @@ func (p *blockPosting) key() [16]byte {
 		return u16Value(uint16(p.value))
 	}
 	return u64Value(p.value)
+}
+
+// or sets bits in p's bitmap.
+func (p *blockPosting) or(bits *[blockMax / 64]uint64) {
+	for i := range p.bits {
+		p.bits[i] |= bits[i]
+	}
 }
 
 // post sets transaction j of the block in field's posting of value.
@@ -530,20 +596,29 @@ func (ix *indexWriter) commit() error {
 	return nil
 }
 
-// apply indexes a batch the Snapshotter has applied: one pebble batch.
-// The history records were noted by history as each transaction was
-// applied. With raw, ix.raw and ix.txs hold the transactions' encodings.
-func (ix *indexWriter) apply(recs []txRecord, raw bool) error {
-	if err := ix.writeHistory(recs); err != nil {
+// apply indexes recs, whose encodings ix.raw and ix.txs hold, as one
+// pebble batch. The history records were noted by history as each
+// transaction was applied. Open's catch-up, cut and restart.
+func (ix *indexWriter) apply(recs []txRecord) error {
+	ix.pend = ix.pend[:0]
+	ix.stageBlockTxs(recs)
+	return ix.write()
+}
+
+// write indexes the transactions staged in ix.pend, ix.raw and ix.txs as
+// one pebble batch, and empties them.
+func (ix *indexWriter) write() error {
+	if err := ix.writeHistory(); err != nil {
 		return err
 	}
-	if err := ix.blocks(recs, raw); err != nil {
+	if err := ix.blocks(); err != nil {
 		return err
 	}
 	if err := ix.commit(); err != nil {
 		return err
 	}
-	ix.written.Add(uint64(len(recs)))
+	ix.written.Add(uint64(len(ix.pend)))
+	ix.pend, ix.raw, ix.txs = ix.pend[:0], ix.raw[:0], ix.txs[:0]
 	return nil
 }
 

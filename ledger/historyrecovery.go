@@ -288,7 +288,7 @@ func (ix *indexWriter) catchUp(cfg *Config, rs *recovered) (gap bool, err error)
 				}
 			}
 			if err = ix.history(recs, len(recs)-1, cells); err == nil && len(recs) == cap(recs) {
-				err = ix.apply(recs, true)
+				err = ix.apply(recs)
 				recs, ix.raw, ix.txs = recs[:0], ix.raw[:0], ix.txs[:0]
 			}
 		}
@@ -308,7 +308,7 @@ func (ix *indexWriter) catchUp(cfg *Config, rs *recovered) (gap bool, err error)
 		return false, walError(err)
 	}
 	if len(recs) > 0 {
-		err = ix.apply(recs, true)
+		err = ix.apply(recs)
 	}
 	return false, err
 }
@@ -437,7 +437,7 @@ func (ix *indexWriter) cut(rs *recovered) error {
 	}
 	ix.last = after
 	if len(keep) > 0 {
-		return ix.apply(keep, true)
+		return ix.apply(keep)
 	}
 	if err := ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil); err != nil {
 		return err

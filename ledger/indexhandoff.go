@@ -3,6 +3,7 @@ package ledger
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/lanework/lanework/ledger/internal/wal"
 	"github.com/lanework/lanework/ringbuf"
@@ -48,16 +49,19 @@ func (l *Ledger) handEncodings(p []byte) bool {
 	return true
 }
 
-// stage adds recs, which the Snapshotter has applied, to ix.pend, and
-// their encodings from the ring to ix.raw (each one's place to ix.txs).
-// Snapshotter only.
+// stage adds what the blocks need of recs, which the Snapshotter has
+// applied, to ix.pend, and their encodings from the ring to ix.raw (each
+// one's place to ix.txs). Snapshotter only.
 func (ix *indexWriter) stage(ring *ringbuf.SPSC[byte], recs []txRecord) error {
-	ix.pend = append(ix.pend, recs...)
+	ix.stageBlockTxs(recs)
 	start := uint32(len(ix.raw))
 	total := uint32(0)
+	at := len(ix.txs)
+	ix.txs = slices.Grow(ix.txs, len(recs))[:at+len(recs)]
+	txs := ix.txs[at:]
 	for i := range recs {
 		n := uint32(recs[i].encodedLen())
-		ix.txs = append(ix.txs, rawTx{off: start + total, n: n})
+		txs[i] = rawTx{off: start + total, n: n}
 		total += n
 	}
 	for got := uint32(0); got < total; {
@@ -75,12 +79,10 @@ func (ix *indexWriter) stage(ring *ringbuf.SPSC[byte], recs []txRecord) error {
 // commitIndex writes the index of the records staged, and then makes them
 // visible to reads (the index's mark). Snapshotter only.
 func (l *Ledger) commitIndex(ix *indexWriter) error {
-	if err := ix.apply(ix.pend, true); err != nil {
+	last := ix.pend[len(ix.pend)-1].id
+	if err := ix.write(); err != nil {
 		return err
 	}
-	last := ix.pend[len(ix.pend)-1].id
-	clear(ix.pend) // no references kept to the records' entries
-	ix.pend, ix.raw, ix.txs = ix.pend[:0], ix.raw[:0], ix.txs[:0]
 	l.indexed.Store(last)
 	l.ixWaits.release(TxID(last))
 	return nil
