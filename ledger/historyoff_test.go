@@ -50,13 +50,7 @@ func withIndexDB(t *testing.T, dir string, f func(db *pebble.DB)) {
 // setIndexValue rewrites the value of key in the index store of dir.
 func setIndexValue(t *testing.T, dir string, key []byte, mutate func([]byte) []byte) {
 	t.Helper()
-	withIndexDB(t, dir, func(db *pebble.DB) {
-		v, closer, err := db.Get(key)
-		require.NoError(t, err)
-		v = mutate(clone(v))
-		closer.Close()
-		require.NoError(t, db.Set(key, v, pebble.NoSync))
-	})
+	withIndexDB(t, dir, func(db *pebble.DB) { rewriteValue(t, db, key, mutate, pebble.NoSync) })
 }
 
 // TestIndexOffByDefault: a ledger opened with the zero Config (but Dir)

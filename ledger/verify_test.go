@@ -93,13 +93,17 @@ func TestVerifyPrunedWAL(t *testing.T) {
 // setValue overwrites one record of the closed ledger in dir.
 func setValue(t *testing.T, dir string, key []byte, mutate func([]byte) []byte) {
 	t.Helper()
-	withDB(t, dir, func(db *pebble.DB) {
-		v, closer, err := db.Get(key)
-		require.NoError(t, err)
-		v = mutate(clone(v))
-		closer.Close()
-		require.NoError(t, db.Set(key, v, pebble.Sync))
-	})
+	withDB(t, dir, func(db *pebble.DB) { rewriteValue(t, db, key, mutate, pebble.Sync) })
+}
+
+// rewriteValue replaces key's value in db by mutate of a copy of it.
+func rewriteValue(t *testing.T, db *pebble.DB, key []byte, mutate func([]byte) []byte, opts *pebble.WriteOptions) {
+	t.Helper()
+	v, closer, err := db.Get(key)
+	require.NoError(t, err)
+	v = mutate(clone(v))
+	closer.Close()
+	require.NoError(t, db.Set(key, v, opts))
 }
 
 // A snapshot that is internally valid (checksums, zero sum) but disagrees
