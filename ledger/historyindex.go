@@ -232,10 +232,7 @@ func (ix *indexWriter) writeHistory() error {
 		for _, c := range h.cols {
 			v = binary.LittleEndian.AppendUint64(v, uint64(c))
 		}
-		v = binary.LittleEndian.AppendUint32(v, 0)
-		v = binary.LittleEndian.AppendUint64(v, t.id)
-		v = binary.LittleEndian.AppendUint32(v, 1)
-		v = binary.LittleEndian.AppendUint64(v, uint64(t.ts))
+		v = appendBatchHeader(v, t.id, 1, t.ts)
 		enc := len(v)
 		v = append(v, ix.raw[at.off:at.off+at.n]...)
 		binary.LittleEndian.PutUint32(v[enc+4:], 0)
@@ -487,10 +484,7 @@ func (ix *indexWriter) putBlock(blk []blockTx, txs []rawTx) error {
 	for _, t := range txs {
 		v = binary.LittleEndian.AppendUint32(v, batchHeaderLen+t.off-start)
 	}
-	v = binary.LittleEndian.AppendUint32(v, 0)
-	v = binary.LittleEndian.AppendUint64(v, first)
-	v = binary.LittleEndian.AppendUint32(v, uint32(n))
-	v = binary.LittleEndian.AppendUint64(v, uint64(base))
+	v = appendBatchHeader(v, first, uint32(n), base)
 	body := len(v)
 	v = append(v, ix.raw[start:end]...)
 	if len(v) != len(op.Value) || &v[0] != &op.Value[0] {

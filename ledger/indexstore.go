@@ -17,8 +17,9 @@ import (
 // Without a log, what survives a crash is what pebble had flushed: whole
 // memtables, oldest first. A batch is applied to one memtable (or queued
 // whole as its own), so the store holds every batch up to some point and
-// none after, and each batch carries the mark "I" of what it completes:
-// the mark read after a crash never claims a key that is not there. The
+// none after, and each batch says what it completes (Open's with the mark
+// "I", the Snapshotter's with their last block; readIndexState takes the
+// later): what is read after a crash never claims a key that is not there. The
 // WAL the catch-up needs is kept until a flush has made the index durable
 // past it (Ledger.indexFloor), and Close flushes.
 const indexDir = "index"

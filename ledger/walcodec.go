@@ -58,6 +58,16 @@ const (
 // *CorruptError naming the key.
 var errBatch = errors.New("bad WAL batch")
 
+// appendBatchHeader appends a batch header to dst: checksum 0 (the WAL
+// stage seals the batch; an index value's own checksum covers a copy), the
+// first transaction id, the count and the base timestamp.
+func appendBatchHeader(dst []byte, first uint64, count uint32, base int64) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	dst = binary.LittleEndian.AppendUint64(dst, first)
+	dst = binary.LittleEndian.AppendUint32(dst, count)
+	return binary.LittleEndian.AppendUint64(dst, uint64(base))
+}
+
 // encodeBatch appends the encoding of a prefix of recs to dst and returns it
 // with the number of records encoded (at least 1 if recs is non-empty). It
 // stops early when a timestamp delta does not fit in 32 bits, or before the
@@ -74,10 +84,8 @@ func encodeBatch(dst []byte, recs []txRecord, maxBytes int) ([]byte, int) {
 	}
 	start := len(dst)
 	base := recs[0].ts
-	dst = binary.LittleEndian.AppendUint32(dst, 0)
-	dst = binary.LittleEndian.AppendUint64(dst, recs[0].id)
-	dst = binary.LittleEndian.AppendUint32(dst, 0) // count, patched below
-	dst = binary.LittleEndian.AppendUint64(dst, uint64(base))
+	// The count is patched below.
+	dst = appendBatchHeader(dst, recs[0].id, 0, base)
 	i := 0 // records encoded
 	for i < len(recs) {
 		for ; i < len(recs); i++ {
