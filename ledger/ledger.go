@@ -620,13 +620,19 @@ func (l *Ledger) Wait(ctx context.Context, id TxID, level Level) error {
 		return ErrLevel
 	}
 	level = l.waitLevel(level)
-	if l.index(level) >= uint64(id) {
+	return l.waitFor(ctx, id, &l.waits[level], func() uint64 { return l.index(level) })
+}
+
+// waitFor blocks until mark() reaches id, ctx ends, or the ledger stops;
+// whoever advances the mark releases wl after storing it. Every wait for a
+// progress mark (Wait's levels, the index's mark) goes through it.
+func (l *Ledger) waitFor(ctx context.Context, id TxID, wl *waitList, mark func() uint64) error {
+	if mark() >= uint64(id) {
 		return nil
 	}
-	wl := &l.waits[level]
 	w := &idWaiter{id: id, done: make(chan struct{})}
 	wl.add(w)
-	if l.index(level) >= uint64(id) {
+	if mark() >= uint64(id) {
 		wl.remove(w)
 		return nil
 	}
@@ -638,7 +644,7 @@ func (l *Ledger) Wait(ctx context.Context, id TxID, level Level) error {
 		return ctx.Err()
 	case <-l.stopped:
 		wl.remove(w)
-		if l.index(level) >= uint64(id) {
+		if mark() >= uint64(id) {
 			return nil
 		}
 		return l.stoppedErr()

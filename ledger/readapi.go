@@ -179,25 +179,7 @@ func (l *Ledger) waitIndexed(ctx context.Context, id TxID) error {
 	if err := l.refused(l.state.Load()); err != nil {
 		return err
 	}
-	w := &idWaiter{id: id, done: make(chan struct{})}
-	l.ixWaits.add(w)
-	if TxID(l.indexed.Load()) >= id {
-		l.ixWaits.remove(w)
-		return nil
-	}
-	select {
-	case <-w.done:
-		return nil
-	case <-ctx.Done():
-		l.ixWaits.remove(w)
-		return ctx.Err()
-	case <-l.stopped:
-		l.ixWaits.remove(w)
-		if TxID(l.indexed.Load()) >= id {
-			return nil
-		}
-		return l.stoppedErr()
-	}
+	return l.waitFor(ctx, id, &l.ixWaits, l.indexed.Load)
 }
 
 // IndexStats reports the indexes: whether they are kept, the first and
