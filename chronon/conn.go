@@ -238,8 +238,7 @@ func (k *conn[T]) push(c uint64, epoch uint32, v *T) {
 	case k.ring != nil && !wide[T]():
 		ok = k.ring.TryPush(msg[T]{arrive: c + uint64(k.delay), epoch: epoch, lane: k.lane, v: *v})
 	case k.ring != nil:
-		if s := k.ring.Reserve(1); len(s) == 1 {
-			m := &s[0]
+		if m := k.ring.Claim(); m != nil {
 			m.arrive, m.epoch, m.lane, m.v = c+uint64(k.delay), epoch, k.lane, *v
 			k.ring.Commit(1)
 			ok = true

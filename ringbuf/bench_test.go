@@ -79,38 +79,16 @@ func checkOrder(b *testing.B, got uint64, want int) {
 }
 
 func handoff[T any](b *testing.B, size string) {
-	// One element at a time, built in place: the producer writes its
-	// sequence into a fresh value and pushes it (one copy into the slot);
-	// the consumer reads the sequence in the slot and drops it (no copy
-	// out), as the reference's pushDirect and consumeReady do.
-	b.Run(size+"/spsc", func(b *testing.B) {
-		r, _ := NewSPSC[T](handoffCap)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			var bo backoff
-			for i := 0; i < b.N; {
-				var v T
-				*seq(&v) = uint64(i)
-				if r.TryPush(v) {
-					i++
-				} else {
-					bo.wait()
-				}
-			}
-		}()
-		var bo backoff
-		for i := 0; i < b.N; {
-			if p := r.Peek(); p != nil {
-				checkOrder(b, *seq(p), i)
-				r.Drop()
-				i++
-			} else {
-				bo.wait()
-			}
-		}
-		<-done
-	})
+	// One element at a time. The producer builds each element in its slot
+	// (Claim, write, Commit): the sequence number in the first word and
+	// zeros after it, the reference's DirectSPSC payload. The consumer reads
+	// the sequence in the slot and drops it (no copy out), as the
+	// reference's consumeReady does. The reference builds the message on its
+	// stack and moves it in; spsc-push is the same copy-in here (TryPush),
+	// and spsc-fullwrite builds in place with every word non-zero.
+	b.Run(size+"/spsc", func(b *testing.B) { handoffOne[T](b, buildInPlace) })
+	b.Run(size+"/spsc-push", func(b *testing.B) { handoffOne[T](b, copyIn) })
+	b.Run(size+"/spsc-fullwrite", func(b *testing.B) { handoffOne[T](b, fillInPlace) })
 	b.Run(size+"/spsc-batch64", func(b *testing.B) {
 		r, _ := NewSPSC[T](handoffCap)
 		done := make(chan struct{})
@@ -158,6 +136,68 @@ func handoff[T any](b *testing.B, size string) {
 			checkOrder(b, *seq(&v), i)
 		}
 	})
+}
+
+// How a handoffOne producer puts element i into the ring.
+const (
+	buildInPlace = iota // Claim, zero the slot, write i to the first word, Commit
+	copyIn              // build the value on the stack, TryPush it
+	fillInPlace         // Claim, write i+k to every word k, Commit
+)
+
+// handoffOne runs b.N elements through a ring from a producer goroutine to a
+// consumer that reads each element's sequence number in place and drops it.
+// Each producer way is its own loop, so no call through a func value sits
+// in the measured path.
+func handoffOne[T any](b *testing.B, way int) {
+	r, _ := NewSPSC[T](handoffCap)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var bo backoff
+		for i := 0; i < b.N; {
+			switch way {
+			case buildInPlace:
+				if p := r.Claim(); p != nil {
+					var zero T
+					*p = zero
+					*seq(p) = uint64(i)
+					r.Commit(1)
+					i++
+					continue
+				}
+			case copyIn:
+				var v T
+				*seq(&v) = uint64(i)
+				if r.TryPush(v) {
+					i++
+					continue
+				}
+			case fillInPlace:
+				if p := r.Claim(); p != nil {
+					w := unsafe.Slice(seq(p), unsafe.Sizeof(*p)/8)
+					for k := range w {
+						w[k] = uint64(i) + uint64(k)
+					}
+					r.Commit(1)
+					i++
+					continue
+				}
+			}
+			bo.wait()
+		}
+	}()
+	var bo backoff
+	for i := 0; i < b.N; {
+		if p := r.Peek(); p != nil {
+			checkOrder(b, *seq(p), i)
+			r.Drop()
+			i++
+		} else {
+			bo.wait()
+		}
+	}
+	<-done
 }
 
 // BenchmarkLinePingPong measures the host, not the ring: two goroutines

@@ -9,7 +9,7 @@ import (
 // SPSC is a bounded single-producer single-consumer ring.
 //
 // Exactly one goroutine may call the producer methods (TryPush, TryPushN,
-// Reserve, Commit) and exactly one goroutine the consumer methods (TryPop,
+// Reserve, Claim, Commit) and exactly one goroutine the consumer methods (TryPop,
 // TryPopN, Peek, PeekN, Advance); the two may be the same goroutine. Len and
 // Cap may be called from anywhere.
 //
@@ -154,25 +154,43 @@ func (r *SPSC[T]) Reserve(n int) []T {
 		r.reserved = 0
 		return nil
 	}
-	t := r.tail.Load()
+	t := atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.tail))) // own field; see Head
 	i := t & r.pmask
 	k := min(uint64(n), r.free(t, uint64(n)), uint64(len(r.pbuf))-i)
 	r.reserved = k
 	return r.pbuf[i : i+k : i+k]
 }
 
+// Claim returns the free slot at the tail for the producer to fill in
+// place, or nil if the ring is full: Reserve(1) for one element, small
+// enough to inline. Commit(1) publishes the slot. Producer only.
+func (r *SPSC[T]) Claim() *T {
+	t := atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.tail))) // own field; see Head
+	if t-r.cachedHead >= uint64(len(r.pbuf)) {
+		// Acquire: see free.
+		r.cachedHead = r.head.Load()
+		if t-r.cachedHead >= uint64(len(r.pbuf)) {
+			r.reserved = 0 // like Reserve, replaces an earlier reservation
+			return nil
+		}
+	}
+	r.reserved = 1
+	return &r.pbuf[t&r.pmask]
+}
+
 // Commit publishes the first k slots of the last reservation. Committing more
 // than was reserved is a programming error and panics. Producer only.
 func (r *SPSC[T]) Commit(k int) {
-	if k < 0 || uint64(k) > r.reserved {
-		panic(fmt.Sprintf("ringbuf: Commit(%d) exceeds reservation of %d", k, r.reserved))
+	if uint64(k) > r.reserved { // a negative k wraps above any reservation
+		panic(misuse{"Commit", k, r.reserved})
 	}
 	r.reserved = 0
 	if k > 0 {
+		t := atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.tail))) // own field; see Head
 		if plainRelease {
-			*(*uint64)(unsafe.Pointer(&r.tail)) = r.tail.Load() + uint64(k) // storeRelease (see release.go)
+			*(*uint64)(unsafe.Pointer(&r.tail)) = t + uint64(k) // storeRelease (see release.go)
 		} else {
-			storeRelease(&r.tail, r.tail.Load()+uint64(k))
+			storeRelease(&r.tail, t+uint64(k))
 		}
 	}
 }
@@ -301,8 +319,8 @@ func (r *SPSC[T]) PeekN(n int) []T {
 // place through Peek or PeekN. Advancing past what was peeked is a
 // programming error and panics. Consumer only.
 func (r *SPSC[T]) Advance(k int) {
-	if k < 0 || uint64(k) > r.peeked {
-		panic(fmt.Sprintf("ringbuf: Advance(%d) exceeds the %d peeked elements", k, r.peeked))
+	if uint64(k) > r.peeked { // a negative k wraps above any peek
+		panic(misuse{"Advance", k, r.peeked})
 	}
 	r.peeked = 0
 	if k == 0 {
@@ -323,3 +341,20 @@ func (r *SPSC[T]) Advance(k int) {
 // This fails to compile unless atomic.Uint64 is exactly its uint64 (see
 // Head), as the plain release stores also assume.
 var _ = [1]struct{}{}[unsafe.Sizeof(atomic.Uint64{})-8]
+
+// misuse is the panic value of a Commit or Advance past what was reserved
+// or peeked. A value rather than a formatted string keeps the check cheap
+// enough for the methods to inline.
+type misuse struct {
+	method string
+	k      int
+	limit  uint64
+}
+
+func (m misuse) Error() string {
+	what := "reservation of"
+	if m.method == "Advance" {
+		what = "peeked elements:"
+	}
+	return fmt.Sprintf("ringbuf: %s(%d) exceeds the %s %d", m.method, m.k, what, m.limit)
+}

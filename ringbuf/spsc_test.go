@@ -108,6 +108,34 @@ func TestSPSCReserveCommit(t *testing.T) {
 	assert.Nil(t, r.Reserve(0))
 }
 
+func TestSPSCClaim(t *testing.T) {
+	r, err := NewSPSC[int](2)
+	require.NoError(t, err)
+	for i := range 2 {
+		p := r.Claim()
+		require.NotNil(t, p, "slot %d is free", i)
+		*p = 10 + i
+		assert.Equal(t, i, r.Len(), "a claimed slot is invisible before Commit")
+		assert.PanicsWithError(t, "ringbuf: Commit(2) exceeds the reservation of 1", func() { r.Commit(2) })
+		r.Commit(1)
+	}
+	require.Len(t, r.Reserve(1), 0, "full ring")
+	assert.Nil(t, r.Claim(), "full ring")
+	assert.PanicsWithError(t, "ringbuf: Commit(1) exceeds the reservation of 0", func() { r.Commit(1) },
+		"a failed Claim reserves nothing")
+	v, ok := r.TryPop()
+	require.True(t, ok)
+	assert.Equal(t, 10, v)
+	p := r.Claim()
+	require.NotNil(t, p, "the popped slot is free again")
+	*p = 12
+	r.Commit(1)
+	assert.Equal(t, []int{11}, r.PeekN(1), "the run stops at the buffer end")
+	assert.PanicsWithError(t, "ringbuf: Advance(-1) exceeds the peeked elements: 1", func() { r.Advance(-1) })
+	r.Advance(1)
+	assert.Equal(t, 12, *r.Peek())
+}
+
 func TestSPSCClearsConsumedSlots(t *testing.T) {
 	r, err := NewSPSC[*int](2)
 	require.NoError(t, err)
