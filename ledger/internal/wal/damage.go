@@ -57,3 +57,52 @@ func laterSynced(f vfs.File, seq uint64, off, size int64) (bool, int64, error) {
 	}
 	return false, 0, nil
 }
+
+// ownChunksEnd walks the chunks that start at off, in pebble's framing,
+// while they carry this segment's log number (whatever their checksum: a
+// torn write's chunks fail it) and fit their block, and returns where the
+// walk stopped. What stops it is zeros (a fresh file), an earlier segment's
+// chunk (a recycled file) or bytes that are no chunk header; a block's
+// last bytes too short for a header are padding, as the writer leaves them.
+func ownChunksEnd(f vfs.File, seq uint64, off, size int64) (int64, error) {
+	var h [chunkHeader]byte
+	end := off // past the last chunk of this segment found
+	for at := off; at < size; {
+		blkEnd := min(at&^(blockSize-1)+blockSize, size)
+		if blkEnd-at < chunkHeader {
+			at = blkEnd
+			continue
+		}
+		if _, err := f.ReadAt(h[:], at); err != nil && err != io.EOF {
+			return 0, fmt.Errorf("wal: %w", err)
+		}
+		length := int64(binary.LittleEndian.Uint16(h[4:]))
+		if t := h[6]; t < walSyncFirstType || t > walSyncLastType ||
+			binary.LittleEndian.Uint32(h[7:]) != uint32(seq) || at+chunkHeader+length > blkEnd {
+			break
+		}
+		at += chunkHeader + length
+		end = at
+	}
+	return end, nil
+}
+
+// retiredHeader reports whether f starts with the intact header record of
+// a segment older than oldest, the oldest live one: a retired segment
+// recycled into f's place whose own header never became durable. A live
+// segment's header there is a copy, not a recycled file.
+func retiredHeader(f vfs.File, oldest uint64) (bool, error) {
+	var b [chunkHeader + headerLen]byte
+	if _, err := f.ReadAt(b[:], 0); err != nil && err != io.EOF {
+		return false, fmt.Errorf("wal: %w", err)
+	}
+	if b[6] != walSyncFirstType || binary.LittleEndian.Uint16(b[4:]) != headerLen {
+		return false, nil // not one full chunk of header length
+	}
+	c := crc32.Checksum(b[6:], castagnoli)
+	if (c>>15|c<<17)+0xa282ead8 != binary.LittleEndian.Uint32(b[:]) {
+		return false, nil
+	}
+	seg, _, err := decodeHeader(b[chunkHeader:])
+	return err == nil && seg.Seq < oldest && binary.LittleEndian.Uint32(b[7:]) == uint32(seg.Seq), nil
+}

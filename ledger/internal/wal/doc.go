@@ -7,15 +7,19 @@
 // The log lives in its own directory (the ledger's wal/):
 //
 //	<seq:016x>-<first:016x>.wal   a segment: sequence number, id of its first transaction
-//	prepare.tmp                   the next segment being preallocated; never read
+//	prepare.tmp                   the next segment being prepared; never read
+//	recycle.tmp                   a retired segment kept for reuse; never read
 //
 // Sequence numbers are contiguous from the oldest retained segment to the
 // newest; retention removes whole segments from the oldest end only. A new
-// segment is prepared under prepare.tmp (zero-filled to the segment size,
-// with O_DIRECT on Linux where the filesystem allows it, and synced, so that
-// later writes change no file metadata and fdatasync suffices), renamed to
-// its final name, and the directory is synced before its first batch is
-// written. Removing a segment also syncs the directory.
+// segment is prepared under prepare.tmp, renamed to its final name, and the
+// directory is synced before its first batch is written. Prepared means
+// written out at the segment size, so that later writes change no file
+// metadata and fdatasync suffices: a retired segment the Writer wrote out
+// itself (retention renames the newest segment it retires to recycle.tmp
+// when no spare waits, and the preparer renames that to prepare.tmp), or
+// else zeros (O_DIRECT on Linux where the filesystem allows it) and a sync.
+// Removing or retiring a segment also syncs the directory.
 //
 // # Segment layout
 //
@@ -23,8 +27,9 @@
 // format: 32 KiB blocks of chunks, each chunk with a CRC32C of its type,
 // log number, synced offset and payload; the log number is the segment's
 // sequence number, low 32 bits). The file is exactly the size its header
-// names; bytes after the last record are zero, or an EOF trailer chunk once
-// the segment was closed. Every record payload starts with a type byte:
+// names; after the last record come an EOF trailer chunk once the segment
+// was closed, and then zeros or, in a recycled file, the chunks of the
+// segment it was before, whose log number differs. Every record payload starts with a type byte:
 //
 //	'H' header, the first record of every segment, 33 bytes:
 //	    [1:9] magic "lwwal\x00\x00\x01", [9:17] seq, [17:25] first tx id,
@@ -43,9 +48,12 @@
 //
 //  1. A record that fails to read in the newest segment, when pebble's reader
 //     proves nothing synced follows it (record.ErrUnexpectedEOF: no later
-//     chunk promises a synced offset beyond it), is a torn tail: the scan
-//     ends before it and reports segment, offset, bytes dropped and the last
-//     transaction kept.
+//     chunk of this segment promises a synced offset beyond it), is a torn
+//     tail: the scan ends before it and reports segment, offset, bytes
+//     dropped (the chunks of this segment after it) and the last
+//     transaction kept. A newest segment without one chunk of its own,
+//     holding zeros or a retired segment's records (its header naming a
+//     segment older than the oldest live one), was never written: unborn.
 //  2. Any other damage is a *CorruptError naming the file, the offset and the
 //     transaction range affected: a record that fails with valid synced data
 //     after it, a bad header, a segment whose size differs from its header's,

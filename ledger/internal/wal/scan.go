@@ -27,9 +27,11 @@ func (e *CorruptError) Error() string {
 
 // Torn describes how the newest segment ended when it has no EOF trailer
 // (it was not closed: a crash): its records end at Offset, and nothing
-// after Offset is a record or was synced. Dropped counts the non-zero bytes
-// after Offset, the remains of a write a crash cut short (0 if the crash
-// came between writes, or the damage left only zeros).
+// after Offset is a record or was synced. Dropped counts the bytes of this
+// segment's chunks after Offset, the remains of a write a crash cut short
+// (0 if the crash came between writes, or the damage left no chunk header
+// of this segment); what follows them is zeros, or a recycled file's
+// earlier segment, whose chunks carry another log number.
 type Torn struct {
 	File     string
 	Offset   int64
@@ -96,7 +98,7 @@ func Scan(opts Options, bounds Bounds, from uint64, fn Visit) (Result, error) {
 			res.First, res.Last = seg.First, seg.First-1
 		}
 		skip := !newest && from != 0 && succ <= from
-		sr := segReader{opts: opts, seg: seg, newest: newest, succ: succ, skip: skip, from: from, fn: fn, buf: &buf}
+		sr := segReader{opts: opts, oldest: segs[0].Seq, seg: seg, newest: newest, succ: succ, skip: skip, from: from, fn: fn, buf: &buf}
 		unborn, err := sr.read(&res)
 		if err != nil {
 			return Result{}, err
@@ -127,6 +129,7 @@ func lastSeq(segs []Segment) uint64 {
 
 type segReader struct {
 	opts   Options
+	oldest uint64 // sequence number of the oldest live segment
 	seg    Segment
 	newest bool
 	succ   uint64
@@ -165,9 +168,13 @@ func (s *segReader) read(res *Result) (unborn bool, err error) {
 	}
 	if err != nil {
 		if s.newest && errors.Is(err, record.ErrUnexpectedEOF) {
-			if nz, zerr := lastNonZero(f, 0, size); zerr != nil {
-				return false, zerr
-			} else if nz == 0 && res.Last+1 == s.seg.First {
+			// Unborn: not one chunk of this segment was written, and the
+			// file holds zeros or, recycled, a retired segment.
+			unborn, uerr := s.unborn(f, size)
+			if uerr != nil {
+				return false, uerr
+			}
+			if unborn && res.Last+1 == s.seg.First {
 				return true, nil
 			}
 		}
@@ -224,6 +231,24 @@ func (s *segReader) read(res *Result) (unborn bool, err error) {
 	}
 }
 
+// unborn reports whether the newest segment, whose first record failed to
+// read, was never written: no chunk of its own, and all zeros (prepared) or
+// a retired segment's header first (recycled). Anything else there is
+// damage.
+func (s *segReader) unborn(f vfs.File, size int64) (bool, error) {
+	if end, err := ownChunksEnd(f, s.seg.Seq, 0, size); err != nil || end != 0 {
+		return false, err
+	}
+	if retired, err := retiredHeader(f, s.oldest); err != nil || retired {
+		return retired, err
+	}
+	later, _, err := laterSynced(f, s.seg.Seq, 0, size)
+	if err != nil || later {
+		return false, err
+	}
+	return allZero(f, size)
+}
+
 // end classifies how the segment's records ended: at off, with err.
 func (s *segReader) end(f vfs.File, size, off int64, err error, res *Result) error {
 	if err != io.EOF && !isRecordErr(err) {
@@ -238,11 +263,11 @@ func (s *segReader) end(f vfs.File, size, off int64, err error, res *Result) err
 		if later || !errors.Is(err, record.ErrUnexpectedEOF) {
 			return s.corrupt(off, res.Last+1, 0, "damaged record with valid synced records after it (at offset %d): %v", at, err)
 		}
-		nz, zerr := lastNonZero(f, off, size)
-		if zerr != nil {
-			return zerr
+		end, oerr := ownChunksEnd(f, s.seg.Seq, off, size)
+		if oerr != nil {
+			return oerr
 		}
-		res.Torn = &Torn{File: s.seg.Name(), Offset: off, Dropped: nz - off, LastKept: res.Last}
+		res.Torn = &Torn{File: s.seg.Name(), Offset: off, Dropped: end - off, LastKept: res.Last}
 		return nil
 	}
 	// An older segment ends where its successor starts, whether it was
@@ -262,25 +287,17 @@ func isRecordErr(err error) bool {
 
 func isNotExist(err error) bool { return errors.Is(err, iofs.ErrNotExist) }
 
-// lastNonZero returns the offset just past the last non-zero byte of f in
-// [from, size), or from if there is none. It reads backwards from the end
-// and stops at the first block holding data.
-func lastNonZero(f vfs.File, from, size int64) (int64, error) {
+// allZero reports whether f's first size bytes are all zero.
+func allZero(f vfs.File, size int64) (bool, error) {
 	buf := make([]byte, blockSize)
-	for end := size; end > from; {
-		start := max(from, (end-1)&^(blockSize-1))
-		b := buf[:end-start]
-		if _, err := f.ReadAt(b, start); err != nil && err != io.EOF {
-			return 0, fmt.Errorf("wal: %w", err)
+	for off := int64(0); off < size; off += blockSize {
+		b := buf[:min(blockSize, size-off)]
+		if _, err := f.ReadAt(b, off); err != nil && err != io.EOF {
+			return false, fmt.Errorf("wal: %w", err)
 		}
 		if !bytes.Equal(b, zeroBlock[:len(b)]) {
-			i := len(b) - 1
-			for b[i] == 0 {
-				i--
-			}
-			return start + int64(i) + 1, nil
+			return false, nil
 		}
-		end = start
 	}
-	return from, nil
+	return true, nil
 }

@@ -28,6 +28,7 @@ const (
 	magic      = "lwwal\x00\x00\x01"
 	headerLen  = 1 + 8 + 24
 	prepareTmp = "prepare.tmp"
+	recycleTmp = "recycle.tmp"
 	suffix     = ".wal"
 	// blockSize and chunkHeader are pebble's record format: 32 KiB blocks,
 	// and the WAL-sync chunk header (CRC, length, type, log number, synced
@@ -60,7 +61,7 @@ func parseName(name string) (Segment, bool) {
 }
 
 // List returns the segments in dir in sequence order, and the names it does
-// not know (prepare.tmp excluded). A missing directory holds no segments.
+// not know (prepare.tmp and recycle.tmp excluded). A missing directory holds no segments.
 func List(fs vfs.FS, dir string) (segs []Segment, unknown []string, err error) {
 	if _, err := fs.Stat(dir); errors.Is(err, iofs.ErrNotExist) {
 		return nil, nil, nil
@@ -72,7 +73,7 @@ func List(fs vfs.FS, dir string) (segs []Segment, unknown []string, err error) {
 	for _, n := range names {
 		if s, ok := parseName(n); ok {
 			segs = append(segs, s)
-		} else if n != prepareTmp {
+		} else if n != prepareTmp && n != recycleTmp {
 			unknown = append(unknown, n)
 		}
 	}

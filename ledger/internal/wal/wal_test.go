@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -185,4 +186,131 @@ func TestCloseRightAfterCreate(t *testing.T) {
 		}
 		require.NoError(t, w.Close())
 	}
+}
+
+// Retention keeps the newest retired segment as recycle.tmp and the
+// preparer reuses it: the next segment starts over an earlier one's
+// records. Scan tells them from its own by log number: a crash mid-segment
+// is an ordinary unclean end with nothing dropped, damage to the last
+// record is a torn tail, damage before valid records is refused, and a
+// segment renamed into place whose header never became durable is unborn.
+func TestRecycledSegment(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := testOptions(fs)
+	w, err := Create(opts, nil, 1)
+	require.NoError(t, err)
+	next := uint64(1)
+	add := func() {
+		b := batch(next, next, 900)
+		for i := HeaderRoom + 16; i < len(b); i++ {
+			b[i] = 0xab // so that recycled bytes are not zeros
+		}
+		require.NoError(t, w.Append(b, next, next))
+		next++
+	}
+	for len(w.Segments()) < 5 {
+		add()
+	}
+	segs := w.Segments()
+	keep := vfs.NewMem() // a retired segment's bytes, for the unborn case
+	require.NoError(t, vfs.CopyAcrossFS(fs, "wal/"+segs[2].Name(), keep, "retired"))
+	removed, err := w.RemoveBelow(segs[3].First)
+	require.NoError(t, err)
+	require.Equal(t, 3, removed)
+	_, err = fs.Stat("wal/" + recycleTmp)
+	require.NoError(t, err, "the newest retired segment is the spare")
+	for _, s := range segs[:3] {
+		_, err := fs.Stat("wal/" + s.Name())
+		require.True(t, isNotExist(err), "%s retired", s.Name())
+	}
+	// Write until the current segment is the recycled one (an earlier
+	// segment's bytes follow what was written), then a few batches more.
+	overOld := func() bool {
+		f, err := fs.Open("wal/" + w.current().Name())
+		require.NoError(t, err)
+		defer f.Close()
+		b := make([]byte, 64)
+		_, err = f.ReadAt(b, w.lw.Size())
+		require.NoError(t, err)
+		return !bytes.Equal(b, make([]byte, 64))
+	}
+	for w.Recycled() == 0 || !overOld() {
+		add()
+	}
+	for range 3 {
+		add()
+	}
+	close(w.quit) // crash: no trailer
+	w.prepWG.Wait()
+	crashed := vfs.NewMem()
+	require.NoError(t, copyFS(fs, crashed, "wal"))
+	require.NoError(t, w.lw.Close())
+	require.NoError(t, w.dir.Close())
+	newest := w.current()
+
+	scan := func(fs vfs.FS) (Result, error) {
+		return Scan(testOptions(fs), Bounds{}, 0, func(Segment, int64, []byte) error { return nil })
+	}
+	res, err := scan(crashed)
+	require.NoError(t, err)
+	require.NotNil(t, res.Torn)
+	require.Zero(t, res.Torn.Dropped, "the recycled bytes are not this segment's")
+	require.Equal(t, next-1, res.Torn.LastKept)
+	require.Equal(t, next-1, res.Last)
+	tail := make([]byte, 64)
+	f, err := crashed.Open("wal/" + newest.Name())
+	require.NoError(t, err)
+	_, err = f.ReadAt(tail, res.Torn.Offset)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NotEqual(t, make([]byte, 64), tail, "the segment holds an earlier one's bytes after its records")
+
+	// Offsets of the newest segment's batches, from a clean scan.
+	var offs []int64
+	_, err = Scan(testOptions(crashed), Bounds{}, 0, func(s Segment, off int64, _ []byte) error {
+		if s == newest {
+			offs = append(offs, off)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(offs), 4)
+	offs = offs[len(offs)-4:]
+	damaged := func(off int64) vfs.FS {
+		d := vfs.NewMem()
+		require.NoError(t, copyFS(crashed, d, "wal"))
+		f, err := d.OpenReadWrite("wal/"+newest.Name(), vfs.WriteCategoryUnspecified)
+		require.NoError(t, err)
+		b := []byte{0}
+		_, err = f.ReadAt(b, off)
+		require.NoError(t, err)
+		b[0] ^= 0x40
+		_, err = f.WriteAt(b, off)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		return d
+	}
+	res, err = scan(damaged(offs[3] + chunkHeader + 100))
+	require.NoError(t, err, "damage to the last record is a torn tail")
+	require.Equal(t, offs[3], res.Torn.Offset)
+	require.Positive(t, res.Torn.Dropped)
+	require.Equal(t, next-2, res.Torn.LastKept)
+	_, err = scan(damaged(offs[2] + chunkHeader + 100))
+	var ce *CorruptError
+	require.ErrorAs(t, err, &ce, "damage before a valid record is refused")
+	require.Equal(t, offs[2], ce.Offset)
+
+	// A retired segment renamed to the next segment's name, its own header
+	// never written: unborn. A live segment's copy there is refused.
+	unborn := Segment{Seq: newest.Seq + 1, First: next}
+	require.NoError(t, vfs.CopyAcrossFS(crashed, "wal/"+segs[3].Name(), crashed, "wal/"+unborn.Name()))
+	_, err = scan(crashed)
+	require.ErrorAs(t, err, &ce, "a copy of live segment %d", segs[3].Seq)
+	require.Equal(t, unborn.Name(), ce.File)
+	require.NoError(t, crashed.Remove("wal/"+unborn.Name()))
+	require.NoError(t, vfs.CopyAcrossFS(keep, "retired", crashed, "wal/"+unborn.Name()))
+	res, err = scan(crashed)
+	require.NoError(t, err)
+	require.Equal(t, unborn.Name(), res.Unborn)
+	require.Equal(t, next-1, res.Last)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -54,8 +55,10 @@ type Writer struct {
 
 	// fsyncLatency observes every segment sync (see newLogWriter).
 	fsyncLatency prometheus.Histogram
+	// recycled counts the segments prepared from a retired one.
+	recycled atomic.Uint64
 
-	// The preparer zero-fills prepare.tmp ahead of the next rollover.
+	// The preparer prepares prepare.tmp ahead of the next rollover.
 	prepReq  chan struct{}
 	prepDone chan error
 	prepBusy bool // a request is out (appending goroutine only)
@@ -65,6 +68,15 @@ type Writer struct {
 	sparse bool
 	quit   chan struct{}
 	prepWG sync.WaitGroup
+
+	// Recycling: RemoveBelow renames the newest segment it retires to
+	// recycle.tmp, if this Writer wrote it out (seq above sparseSeq, the
+	// sparse segment Create opened) and no spare waits, and the preparer
+	// renames the spare to prepare.tmp instead of writing zeros. spare
+	// says recycle.tmp exists; spareMu covers it and both renames.
+	sparseSeq uint64
+	spareMu   sync.Mutex
+	spare     bool
 }
 
 // blockEntry locates the first batch that starts in one 32 KiB block.
@@ -99,7 +111,15 @@ func Create(opts Options, segs []Segment, first uint64) (*Writer, error) {
 	if len(segs) > 0 {
 		seq = segs[len(segs)-1].Seq + 1
 	}
-	err = w.prepare(false)
+	w.sparseSeq = seq
+	// A spare left by an earlier process is not known to be written out.
+	err = opts.FS.Remove(w.path(recycleTmp))
+	if isNotExist(err) {
+		err = nil
+	}
+	if err == nil {
+		err = w.prepare(false)
+	}
 	if err == nil {
 		err = w.open(Segment{Seq: seq, First: first})
 	}
@@ -123,16 +143,22 @@ func Create(opts Options, segs []Segment, first uint64) (*Writer, error) {
 
 func (w *Writer) path(name string) string { return w.opts.FS.PathJoin(w.opts.Dir, name) }
 
-// prepare writes prepare.tmp: a file of SegmentSize zero bytes, synced.
-// Full, it is written out, so that writes into it later change data only,
-// never the file's size or its allocation, and fdatasync has no metadata
-// to flush; that is the preparer's job, ahead of a rollover, and on Linux it
-// writes with O_DIRECT where it can (zeroFillDirect). Otherwise it is
+// prepare makes prepare.tmp, a file of SegmentSize bytes. Full, it is
+// written out, so that writes into it later change data only, never the
+// file's size or its allocation, and fdatasync has no metadata to flush;
+// that is the preparer's job, ahead of a rollover: it recycles a retired
+// segment if one waits (takeSpare), else writes zeros, with O_DIRECT on
+// Linux where it can (zeroFillDirect), and syncs them. Otherwise it is
 // sparse (its last byte written), which costs nothing up front and makes
 // the first syncs into each block slower: the first segment after Open,
 // which must not delay Open by a segment's worth of writes.
 func (w *Writer) prepare(full bool) error {
 	p := w.path(prepareTmp)
+	if full {
+		if ok, err := w.takeSpare(p); ok || err != nil {
+			return err
+		}
+	}
 	if full {
 		if done, err := zeroFillDirect(w.opts.FS, p, w.opts.SegmentSize); err != nil {
 			return fmt.Errorf("wal: prepare segment: %w", err)
@@ -164,6 +190,46 @@ func (w *Writer) prepare(full bool) error {
 		return fmt.Errorf("wal: prepare segment: %w", err)
 	}
 	return w.syncPrepared(p)
+}
+
+// takeSpare renames recycle.tmp, a retired segment this Writer wrote out,
+// to p and reports whether it did. The file is already the segment size and
+// written out, so writes into it change data only, as into zeros; its old
+// records carry an earlier segment's log number, which pebble's reader and
+// Scan tell from this segment's (see Torn). Its data was synced when it was
+// written; open syncs the directory after the next rename.
+func (w *Writer) takeSpare(p string) (bool, error) {
+	w.spareMu.Lock()
+	defer w.spareMu.Unlock()
+	if !w.spare {
+		return false, nil
+	}
+	w.spare = false
+	if err := w.opts.FS.Rename(w.path(recycleTmp), p); err != nil {
+		return false, fmt.Errorf("wal: recycle segment: %w", err)
+	}
+	w.recycled.Add(1)
+	return true, nil
+}
+
+// retire removes seg's file or, if recycle is set and no spare waits, keeps
+// it as the spare.
+func (w *Writer) retire(seg Segment, recycle bool) error {
+	if recycle {
+		w.spareMu.Lock()
+		defer w.spareMu.Unlock()
+		if !w.spare {
+			if err := w.opts.FS.Rename(w.path(seg.Name()), w.path(recycleTmp)); err != nil {
+				return fmt.Errorf("wal: retire %s: %w", seg.Name(), err)
+			}
+			w.spare = true
+			return nil
+		}
+	}
+	if err := w.opts.FS.Remove(w.path(seg.Name())); err != nil && !isNotExist(err) {
+		return fmt.Errorf("wal: remove %s: %w", seg.Name(), err)
+	}
+	return nil
 }
 
 // syncPrepared syncs the prepared file p.
@@ -319,7 +385,8 @@ func (w *Writer) rollover(first uint64) error {
 }
 
 // Close syncs and closes the current segment (writing its EOF trailer) and
-// stops the preparer. It does not remove anything but prepare.tmp.
+// stops the preparer. It does not remove anything but prepare.tmp and
+// recycle.tmp.
 func (w *Writer) Close() error {
 	close(w.quit)
 	w.prepWG.Wait()
@@ -329,8 +396,10 @@ func (w *Writer) Close() error {
 		<-w.prepDone
 	}
 	err := w.lw.Close()
-	if rerr := w.opts.FS.Remove(w.path(prepareTmp)); rerr != nil && !isNotExist(rerr) && err == nil {
-		err = rerr
+	for _, name := range []string{prepareTmp, recycleTmp} {
+		if rerr := w.opts.FS.Remove(w.path(name)); rerr != nil && !isNotExist(rerr) && err == nil {
+			err = rerr
+		}
 	}
 	return errors.Join(err, w.dir.Close())
 }
@@ -344,7 +413,8 @@ func (w *Writer) Segments() []Segment {
 
 // RemoveBelow removes, oldest first, every segment whose transactions are
 // all below keep (never the current one), then syncs the directory. It
-// returns how many it removed.
+// returns how many it removed. The newest of them may instead be kept as
+// recycle.tmp, for the preparer to reuse as the next segment.
 func (w *Writer) RemoveBelow(keep uint64) (int, error) {
 	w.mu.Lock()
 	n := 0
@@ -371,9 +441,11 @@ func (w *Writer) RemoveBelow(keep uint64) (int, error) {
 		w.index = append(w.index[:0], w.index[i:]...)
 	}
 	w.mu.Unlock()
-	for _, s := range doomed {
-		if err := w.opts.FS.Remove(w.path(s.Name())); err != nil && !isNotExist(err) {
-			return 0, fmt.Errorf("wal: remove %s: %w", s.Name(), err)
+	// Oldest first, so that a crash leaves the live segments contiguous;
+	// the newest retired one may become the spare.
+	for i, s := range doomed {
+		if err := w.retire(s, i == len(doomed)-1 && s.Seq > w.sparseSeq); err != nil {
+			return 0, err
 		}
 	}
 	if err := w.dir.Sync(); err != nil {
@@ -397,3 +469,7 @@ func mkdirSynced(fs vfs.FS, dir string) error {
 	}
 	return errors.Join(parent.Sync(), parent.Close())
 }
+
+// Recycled returns how many segments this Writer prepared from retired
+// ones instead of writing zeros.
+func (w *Writer) Recycled() uint64 { return w.recycled.Load() }
