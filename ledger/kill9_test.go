@@ -9,6 +9,7 @@ import (
 	"flag"
 	"io"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -151,10 +152,13 @@ func TestKill9(t *testing.T) {
 	}
 	t.Logf("kill -9: %d trials (%d during Open), %d acknowledged transactions, 0 lost or duplicated; largest ledger %d tx, at most %d tx per trial",
 		*killTrials, beforeReady, total, maxRecovered, maxGrowth)
-	t.Logf("WAL: the killed runs created %d segments and retention removed %d; %d trials rolled over, %d removed segments, %d left a segment unborn; idempotency: %d refs expired and applied again; %d acknowledged tx no longer in the WAL",
-		chk.created, chk.removed, chk.rolled, chk.pruned, chk.unborn, chk.reapplied, chk.gone)
+	t.Logf("WAL: the killed runs created %d segments and retention removed %d; %d trials rolled over, %d removed segments, %d left a segment unborn, %d ended in a recycled segment; idempotency: %d refs expired and applied again; %d acknowledged tx no longer in the WAL",
+		chk.created, chk.removed, chk.rolled, chk.pruned, chk.unborn, chk.recycled, chk.reapplied, chk.gone)
 	require.Positive(t, chk.rolled, "no trial rolled over a segment: the load is too light for the segment size")
 	require.Positive(t, chk.pruned, "no trial removed a segment: WAL retention never ran")
+	if *killTrials >= 100 { // about one trial in eight ends in one; the soak must see some
+		require.Positive(t, chk.recycled, "no trial ended in a recycled segment: retention never handed one back")
+	}
 	require.Positive(t, chk.reapplied, "no ref outlived DedupRetentionTxs: the idempotency index was never pruned")
 }
 
@@ -184,6 +188,7 @@ type killChecker struct {
 	segs                   []wal.Segment // after the previous check
 	created, removed       int
 	rolled, pruned, unborn int
+	recycled               int // trials whose newest segment was a recycled file
 	// reapplied counts refs executed again after DedupRetentionTxs; gone,
 	// acknowledged transactions WAL retention removed.
 	reapplied, gone int
@@ -342,5 +347,17 @@ func (k *killChecker) countSegments(t *testing.T) {
 	require.NoError(t, err)
 	if res.Unborn != "" {
 		k.unborn++
+	}
+	// A recycled newest segment holds an earlier segment's bytes after its
+	// own records, where a zero-filled one holds zeros.
+	if torn := res.Torn; torn != nil {
+		f, err := os.Open(filepath.Join(k.cfg.Dir, walDir, torn.File))
+		require.NoError(t, err)
+		b := make([]byte, 64)
+		n, _ := f.ReadAt(b, torn.Offset+torn.Dropped)
+		require.NoError(t, f.Close())
+		if !bytes.Equal(b[:n], make([]byte, n)) {
+			k.recycled++
+		}
 	}
 }

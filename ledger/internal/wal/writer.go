@@ -70,10 +70,12 @@ type Writer struct {
 	prepWG sync.WaitGroup
 
 	// Recycling: RemoveBelow renames the newest segment it retires to
-	// recycle.tmp, if this Writer wrote it out (seq above sparseSeq, the
-	// sparse segment Create opened) and no spare waits, and the preparer
-	// renames the spare to prepare.tmp instead of writing zeros. spare
-	// says recycle.tmp exists; spareMu covers it and both renames.
+	// recycle.tmp, if it is written out at the segment size (this Writer
+	// prepared it: seq above sparseSeq, the sparse segment Create opened;
+	// or the filesystem says so, for an earlier process's) and no spare
+	// waits, and the preparer renames the spare to prepare.tmp instead of
+	// writing zeros. spare says recycle.tmp exists; spareMu covers it and
+	// both renames.
 	sparseSeq uint64
 	spareMu   sync.Mutex
 	spare     bool
@@ -112,7 +114,8 @@ func Create(opts Options, segs []Segment, first uint64) (*Writer, error) {
 		seq = segs[len(segs)-1].Seq + 1
 	}
 	w.sparseSeq = seq
-	// A spare left by an earlier process is not known to be written out.
+	// A spare an earlier process left is removed: this Writer recycles
+	// what its own retention retires.
 	err = opts.FS.Remove(w.path(recycleTmp))
 	if isNotExist(err) {
 		err = nil
@@ -444,7 +447,8 @@ func (w *Writer) RemoveBelow(keep uint64) (int, error) {
 	// Oldest first, so that a crash leaves the live segments contiguous;
 	// the newest retired one may become the spare.
 	for i, s := range doomed {
-		if err := w.retire(s, i == len(doomed)-1 && s.Seq > w.sparseSeq); err != nil {
+		recycle := i == len(doomed)-1 && (s.Seq > w.sparseSeq || writtenOut(w.opts.FS, w.path(s.Name()), w.opts.SegmentSize))
+		if err := w.retire(s, recycle); err != nil {
 			return 0, err
 		}
 	}

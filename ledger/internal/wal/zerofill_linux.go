@@ -44,3 +44,18 @@ func zeroFillDirect(fs vfs.FS, path string, size int64) (bool, error) {
 	}
 	return true, errors.Join(err, cerr)
 }
+
+// writtenOut reports whether the file at path is size bytes with every
+// block allocated: a segment a preparer wrote out, which retention may
+// recycle, rather than a sparse first segment, whose holes would make
+// syncs into it allocate. Only the OS's filesystem can tell.
+func writtenOut(fs vfs.FS, path string, size int64) bool {
+	if fs != vfs.Default {
+		return false
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return false
+	}
+	return st.Size == size && st.Blocks*512 >= size
+}
