@@ -35,7 +35,20 @@ type conn struct {
 	linger   bool  // set by the reader: drain input before closing
 	scope    Scope // what the hello granted (ReadWrite without tokens); owned by the reader
 	waits    sync.WaitGroup
+
+	// What the reader and writer wait on, for diagnostics: stored at the
+	// waits, never read by the server itself.
+	readWait  atomic.Int32  // waitNone, waitRequest or waitToken
+	writeFrom atomic.Int64  // start of the write in progress (UnixNano); 0: none
+	written   atomic.Uint64 // bytes written
 }
+
+// The reader's waits (conn.readWait).
+const (
+	waitNone    = iota
+	waitRequest // for the next frame from the client
+	waitToken   // for an in-flight token
+)
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, sem: make(chan struct{}, s.cfg.MaxInFlight), broken: make(chan struct{}),
@@ -170,7 +183,9 @@ func (c *conn) read() {
 				if c.stop.Load() {
 					return // checked after the set: Shutdown sets stop, then its deadline
 				}
+				c.readWait.Store(waitRequest)
 				_, err := br.Peek(1)
+				c.readWait.Store(waitNone)
 				if err == nil {
 					break
 				}
@@ -252,6 +267,8 @@ func (c *conn) acquire() bool {
 		return true
 	default:
 	}
+	c.readWait.Store(waitToken)
+	defer c.readWait.Store(waitNone)
 	select {
 	case c.sem <- struct{}{}:
 		return true

@@ -10,7 +10,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,6 +215,7 @@ func TestSlowReaderDoesNotBlockOthers(t *testing.T) {
 	// the slow client pipelines requests forever and never reads
 	stop := make(chan struct{})
 	wrote := make(chan struct{})
+	var sent, stalls atomic.Int64 // bytes written; writes that timed out
 	go func() {
 		defer close(wrote)
 		e := wire.NewEncoder()
@@ -225,8 +229,13 @@ func TestSlowReaderDoesNotBlockOthers(t *testing.T) {
 			default:
 			}
 			_ = slow.SetWriteDeadline(time.Now().Add(time.Second))
-			if _, err := slow.Write(e.Bytes()); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			n, err := slow.Write(e.Bytes())
+			sent.Add(int64(n))
+			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 				return // closed by the server
+			}
+			if err != nil {
+				stalls.Add(1)
 			}
 		}
 	}()
@@ -241,15 +250,27 @@ func TestSlowReaderDoesNotBlockOthers(t *testing.T) {
 	// Normally about 2 s; the bound is generous because the buffers the
 	// slow client must fill first are the kernel's, and a loaded CI machine
 	// once took longer than 20 s. What the server did is in the failure.
-	deadline := time.Now().Add(60 * time.Second)
+	start := time.Now()
+	deadline := start.Add(60 * time.Second)
+	var served []string // index requests served, by second
+	next := start
 	for f.s.m.slowClosed.Load() == 0 {
-		if time.Now().After(deadline) {
+		now := time.Now()
+		if !now.Before(next) {
+			served = append(served, strconv.FormatUint(f.s.m.requests[wire.TypeIndexes].Load(), 10))
+			next = next.Add(time.Second)
+		}
+		if now.After(deadline) {
+			writer := "still writing"
 			select {
 			case <-wrote:
-				t.Fatalf("slow connection not closed; its writer stopped; %d index requests served", f.s.m.requests[wire.TypeIndexes].Load())
+				writer = "stopped"
 			default:
-				t.Fatalf("slow connection not closed in 60 s; %d index requests served", f.s.m.requests[wire.TypeIndexes].Load())
 			}
+			t.Fatalf("slow connection not closed in 60 s; index requests served by second: %s; %d bad frames; "+
+				"slow client's writer %s, %d bytes sent, %d writes timed out, its socket: %s; server connections:%s",
+				strings.Join(served, " "), f.s.m.badFrames.Load(), writer, sent.Load(), stalls.Load(), sockState(slow),
+				f.s.connStates())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
