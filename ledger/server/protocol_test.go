@@ -222,15 +222,21 @@ func TestSlowReaderDoesNotBlockOthers(t *testing.T) {
 		for i := range uint64(4096) {
 			e.Indexes(i + 1)
 		}
-		for {
+		b := e.Bytes()
+		for off := 0; ; {
 			select {
 			case <-stop:
 				return
 			default:
 			}
 			_ = slow.SetWriteDeadline(time.Now().Add(time.Second))
-			n, err := slow.Write(e.Bytes())
+			// Resume where a timed-out write stopped: starting over
+			// would cut a frame in two and desynchronize the stream
+			// (the server then reads garbage, and may close the
+			// connection for a bad frame instead).
+			n, err := slow.Write(b[off:])
 			sent.Add(int64(n))
+			off = (off + n) % len(b)
 			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 				return // closed by the server
 			}
