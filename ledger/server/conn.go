@@ -35,6 +35,7 @@ type conn struct {
 	linger   bool  // set by the reader: drain input before closing
 	scope    Scope // what the hello granted (ReadWrite without tokens); owned by the reader
 	waits    sync.WaitGroup
+	slowed   atomic.Bool // closed as a client that does not read: counted once
 
 	// What the reader and writer wait on, for diagnostics: stored at the
 	// waits, never read by the server itself.
@@ -189,6 +190,10 @@ func (c *conn) read() {
 				if err == nil {
 					break
 				}
+				if unacked(err) {
+					c.closeSlow()
+					return
+				}
 				if isTimeout(err) && !c.stop.Load() && len(c.sem) > 0 {
 					continue // requests in flight: the client is waiting, not idle
 				}
@@ -253,10 +258,23 @@ func (c *conn) frameError(h wire.Header, err error) {
 		if c.acquire() {
 			c.reply(response{err: &wire.Error{Code: wire.CodeMalformed, Message: err.Error()}})
 		}
+	case unacked(err):
+		c.closeSlow()
 	case errors.Is(err, io.EOF), errors.Is(err, wire.ErrCanceled), c.stop.Load():
 	default:
 		c.s.m.badFrames.Add(1) // truncated frame, read timeout, reset
 	}
+}
+
+// closeSlow closes a connection whose client does not take its answers:
+// a write blocked past WriteTimeout, or the kernel gave up on answers the
+// client left unacknowledged that long (boundUnacked).
+func (c *conn) closeSlow() {
+	if c.slowed.CompareAndSwap(false, true) {
+		c.s.m.slowClosed.Add(1)
+		c.s.cfg.Logger.Warn("ledger server: closing connection that does not read", "remote", c.nc.RemoteAddr().String())
+	}
+	c.kill()
 }
 
 // acquire takes an in-flight token, waiting while the connection is at its

@@ -133,11 +133,11 @@ func (c *conn) flush(enc *wire.Encoder) bool {
 	c.writeFrom.Store(0)
 	c.written.Add(uint64(n))
 	if err != nil {
-		if isTimeout(err) {
-			c.s.m.slowClosed.Add(1)
-			c.s.cfg.Logger.Warn("ledger server: closing connection that does not read", "remote", c.nc.RemoteAddr().String())
+		if isTimeout(err) || unacked(err) {
+			c.closeSlow()
+		} else {
+			c.kill()
 		}
-		c.kill()
 		return false
 	}
 	return true
