@@ -75,7 +75,10 @@ type Config struct {
 	// first byte arrived (and an HTTP request's headers); default 10 s.
 	ReadTimeout time.Duration
 	// WriteTimeout closes a connection whose response write blocks this
-	// long (a client that does not read); default 10 s.
+	// long (a client that does not read); default 10 s. On Linux it also
+	// bounds how long responses already in the kernel's send buffer may
+	// stay unacknowledged (TCP_USER_TIMEOUT): such a buffer holds up to
+	// megabytes, so a write may not block for a long time.
 	WriteTimeout time.Duration
 	// Tokens, if any, are the bearer tokens the server accepts: every HTTP
 	// request but /healthz and /readyz must carry one ("Authorization:

@@ -35,7 +35,21 @@ type conn struct {
 	linger   bool  // set by the reader: drain input before closing
 	scope    Scope // what the hello granted (ReadWrite without tokens); owned by the reader
 	waits    sync.WaitGroup
+	slowed   atomic.Bool // closed as a client that does not read: counted once
+
+	// What the reader and writer wait on, for diagnostics: stored at the
+	// waits, never read by the server itself.
+	readWait  atomic.Int32  // waitNone, waitRequest or waitToken
+	writeFrom atomic.Int64  // start of the write in progress (UnixNano); 0: none
+	written   atomic.Uint64 // bytes written
 }
+
+// The reader's waits (conn.readWait).
+const (
+	waitNone    = iota
+	waitRequest // for the next frame from the client
+	waitToken   // for an in-flight token
+)
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, sem: make(chan struct{}, s.cfg.MaxInFlight), broken: make(chan struct{}),
@@ -170,9 +184,15 @@ func (c *conn) read() {
 				if c.stop.Load() {
 					return // checked after the set: Shutdown sets stop, then its deadline
 				}
+				c.readWait.Store(waitRequest)
 				_, err := br.Peek(1)
+				c.readWait.Store(waitNone)
 				if err == nil {
 					break
+				}
+				if unacked(err) {
+					c.closeSlow()
+					return
 				}
 				if isTimeout(err) && !c.stop.Load() && len(c.sem) > 0 {
 					continue // requests in flight: the client is waiting, not idle
@@ -238,10 +258,23 @@ func (c *conn) frameError(h wire.Header, err error) {
 		if c.acquire() {
 			c.reply(response{err: &wire.Error{Code: wire.CodeMalformed, Message: err.Error()}})
 		}
+	case unacked(err):
+		c.closeSlow()
 	case errors.Is(err, io.EOF), errors.Is(err, wire.ErrCanceled), c.stop.Load():
 	default:
 		c.s.m.badFrames.Add(1) // truncated frame, read timeout, reset
 	}
+}
+
+// closeSlow closes a connection whose client does not take its answers:
+// a write blocked past WriteTimeout, or the kernel gave up on answers the
+// client left unacknowledged that long (boundUnacked).
+func (c *conn) closeSlow() {
+	if c.slowed.CompareAndSwap(false, true) {
+		c.s.m.slowClosed.Add(1)
+		c.s.cfg.Logger.Warn("ledger server: closing connection that does not read", "remote", c.nc.RemoteAddr().String())
+	}
+	c.kill()
 }
 
 // acquire takes an in-flight token, waiting while the connection is at its
@@ -252,6 +285,8 @@ func (c *conn) acquire() bool {
 		return true
 	default:
 	}
+	c.readWait.Store(waitToken)
+	defer c.readWait.Store(waitNone)
 	select {
 	case c.sem <- struct{}{}:
 		return true

@@ -8,7 +8,8 @@
 // level run on reused worker goroutines, so a connection may have many requests
 // in flight (up to Config.MaxInFlight; the reader stops reading beyond
 // that). A client that does not read its responses stalls only its own
-// connection, which is closed once a write blocks for Config.WriteTimeout.
+// connection, which is closed once a write blocks for Config.WriteTimeout
+// or, on Linux, once written responses stay unacknowledged that long.
 //
 // Config.Tokens (bearer tokens, read_only or read_write) and Config.TLS
 // protect both listeners; New refuses a non-loopback address without both

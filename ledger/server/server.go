@@ -261,6 +261,11 @@ func (s *Server) accept(nc net.Conn) {
 	s.m.accepted.Add(1)
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
+		// a client that does not read is closed once its answers wait
+		// WriteTimeout, even while they fit in the kernel's buffers
+		if err := boundUnacked(tc, s.cfg.WriteTimeout); err != nil {
+			s.cfg.Logger.Debug("ledger server: TCP_USER_TIMEOUT not set", "remote", nc.RemoteAddr().String(), "err", err)
+		}
 	}
 	if s.open.Add(1) > int64(s.cfg.MaxConns) {
 		s.open.Add(-1)

@@ -126,13 +126,18 @@ func (c *conn) write() {
 // flush writes enc's frames; false if the connection is dead.
 func (c *conn) flush(enc *wire.Encoder) bool {
 	defer enc.Reset()
-	_ = c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
-	if _, err := c.nc.Write(enc.Bytes()); err != nil {
-		if isTimeout(err) {
-			c.s.m.slowClosed.Add(1)
-			c.s.cfg.Logger.Warn("ledger server: closing connection that does not read", "remote", c.nc.RemoteAddr().String())
+	now := time.Now()
+	_ = c.nc.SetWriteDeadline(now.Add(c.s.cfg.WriteTimeout))
+	c.writeFrom.Store(now.UnixNano())
+	n, err := c.nc.Write(enc.Bytes())
+	c.writeFrom.Store(0)
+	c.written.Add(uint64(n))
+	if err != nil {
+		if isTimeout(err) || unacked(err) {
+			c.closeSlow()
+		} else {
+			c.kill()
 		}
-		c.kill()
 		return false
 	}
 	return true
