@@ -15,16 +15,27 @@ var (
 	zeroBlock  [blockSize]byte
 )
 
-// Chunk types of pebble's WAL-sync format (full, first, middle, last).
-const walSyncFirstType, walSyncLastType = 9, 12
+// Chunk types of pebble's WAL-sync format: a whole record (full), or its
+// first, middle and last part.
+const (
+	walSyncFull = 9 + iota
+	walSyncFirst
+	_ // middle
+	walSyncLast
+)
 
 // laterSynced reports whether the segment holds, after off, a valid chunk of
-// this segment that promises a synced offset beyond off, and where. Such a
-// chunk was written after the record at off had been synced (the Writer
-// syncs every record before writing the next), so whatever is wrong at off
-// is damage, not a torn write. pebble's reader checks this only from the
-// next 32 KiB block on; chunks never cross blocks, so each block is scanned
-// on its own, at every byte offset (alignment is lost after damage).
+// this segment that begins a record, or that promises a synced offset
+// beyond off, and where. Such a chunk was written after the record at off
+// had been synced (the Writer syncs every record before writing the next),
+// so whatever is wrong at off is damage, not a torn write. The promise
+// alone is not enough: pebble's LogWriter wakes a SyncRecord caller before
+// it stores the new synced offset, so the record right after a synced one
+// may still carry the offset before it. A torn record's own later chunks
+// (middle, last) prove nothing and are not counted. pebble's reader checks
+// only promises, and only from the next 32 KiB block on; chunks never cross
+// blocks, so each block is scanned on its own, at every byte offset
+// (alignment is lost after damage).
 func laterSynced(f vfs.File, seq uint64, off, size int64) (bool, int64, error) {
 	buf := make([]byte, blockSize)
 	for blk := off &^ (blockSize - 1); blk < size; blk += blockSize {
@@ -42,11 +53,12 @@ func laterSynced(f vfs.File, seq uint64, off, size int64) (bool, int64, error) {
 		}
 		for i := start; i+chunkHeader <= n; i++ {
 			t := b[i+6]
-			if t < walSyncFirstType || t > walSyncLastType || binary.LittleEndian.Uint32(b[i+7:]) != uint32(seq) {
+			if t < walSyncFull || t > walSyncLast || binary.LittleEndian.Uint32(b[i+7:]) != uint32(seq) {
 				continue
 			}
 			length := int64(binary.LittleEndian.Uint16(b[i+4:]))
-			if i+chunkHeader+length > n || binary.LittleEndian.Uint64(b[i+11:]) <= uint64(off) {
+			begins := t == walSyncFull || t == walSyncFirst
+			if i+chunkHeader+length > n || !begins && binary.LittleEndian.Uint64(b[i+11:]) <= uint64(off) {
 				continue
 			}
 			c := crc32.Checksum(b[i+6:i+chunkHeader+length], castagnoli)
@@ -77,7 +89,7 @@ func ownChunksEnd(f vfs.File, seq uint64, off, size int64) (int64, error) {
 			return 0, fmt.Errorf("wal: %w", err)
 		}
 		length := int64(binary.LittleEndian.Uint16(h[4:]))
-		if t := h[6]; t < walSyncFirstType || t > walSyncLastType ||
+		if t := h[6]; t < walSyncFull || t > walSyncLast ||
 			binary.LittleEndian.Uint32(h[7:]) != uint32(seq) || at+chunkHeader+length > blkEnd {
 			break
 		}
@@ -96,7 +108,7 @@ func retiredHeader(f vfs.File, oldest uint64) (bool, error) {
 	if _, err := f.ReadAt(b[:], 0); err != nil && err != io.EOF {
 		return false, fmt.Errorf("wal: %w", err)
 	}
-	if b[6] != walSyncFirstType || binary.LittleEndian.Uint16(b[4:]) != headerLen {
+	if b[6] != walSyncFull || binary.LittleEndian.Uint16(b[4:]) != headerLen {
 		return false, nil // not one full chunk of header length
 	}
 	c := crc32.Checksum(b[6:], castagnoli)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -313,4 +314,64 @@ func TestRecycledSegment(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, unborn.Name(), res.Unborn)
 	require.Equal(t, next-1, res.Last)
+}
+
+// pebble's LogWriter wakes a SyncRecord caller before it stores the new
+// synced offset, so the next record may carry the offset from before the
+// record just synced. Damage to that synced record is still refused: a
+// later chunk that begins a record proves it was synced, whatever offset
+// it carries.
+func TestDamageBeforeStaleSyncedOffset(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := testOptions(fs)
+	w, err := Create(opts, nil, 1)
+	require.NoError(t, err)
+	for i := uint64(1); i <= 4; i++ {
+		require.NoError(t, w.Append(batch(i, i, 300), i, i))
+	}
+	close(w.quit) // crash: no trailer
+	w.prepWG.Wait()
+	crashed := vfs.NewMem()
+	require.NoError(t, copyFS(fs, crashed, "wal"))
+	require.NoError(t, w.lw.Close())
+	require.NoError(t, w.dir.Close())
+	seg := w.current()
+	var offs []int64
+	_, err = Scan(testOptions(crashed), Bounds{}, 0, func(_ Segment, off int64, _ []byte) error {
+		offs = append(offs, off)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Len(t, offs, 4)
+
+	f, err := crashed.OpenReadWrite("wal/"+seg.Name(), vfs.WriteCategoryUnspecified)
+	require.NoError(t, err)
+	defer f.Close()
+	// The last record, one full chunk: make its synced offset stale (the
+	// previous record's start) and reseal it.
+	last := offs[3]
+	h := make([]byte, chunkHeader+16+300+HeaderRoom)
+	_, err = f.ReadAt(h, last)
+	require.NoError(t, err)
+	require.Equal(t, byte(walSyncFull), h[6])
+	length := int(binary.LittleEndian.Uint16(h[4:]))
+	binary.LittleEndian.PutUint64(h[11:], uint64(offs[2]))
+	c := crc32.Checksum(h[6:chunkHeader+length], castagnoli)
+	binary.LittleEndian.PutUint32(h, (c>>15|c<<17)+0xa282ead8)
+	_, err = f.WriteAt(h[:chunkHeader+length], last)
+	require.NoError(t, err)
+	res, err := Scan(testOptions(crashed), Bounds{}, 0, func(Segment, int64, []byte) error { return nil })
+	require.NoError(t, err, "resealed, the log still reads")
+	require.Equal(t, uint64(4), res.Last)
+
+	b := []byte{0}
+	_, err = f.ReadAt(b, offs[2]+chunkHeader+50)
+	require.NoError(t, err)
+	b[0] ^= 0x10
+	_, err = f.WriteAt(b, offs[2]+chunkHeader+50)
+	require.NoError(t, err)
+	_, err = Scan(testOptions(crashed), Bounds{}, 0, func(Segment, int64, []byte) error { return nil })
+	var ce *CorruptError
+	require.ErrorAs(t, err, &ce, "the record after the damage proves it was synced")
+	require.Equal(t, offs[2], ce.Offset)
 }
