@@ -48,7 +48,9 @@
 //
 //  1. A record that fails to read in the newest segment, when pebble's reader
 //     proves nothing synced follows it (record.ErrUnexpectedEOF: no later
-//     chunk of this segment promises a synced offset beyond it), is a torn
+//     chunk of this segment promises a synced offset beyond it) and no
+//     later chunk of this segment begins a record (the Writer syncs each
+//     record before writing the next, so one would prove it), is a torn
 //     tail: the scan ends before it and reports segment, offset, bytes
 //     dropped (the chunks of this segment after it) and the last
 //     transaction kept. A newest segment without one chunk of its own,
