@@ -15,6 +15,7 @@ type Simulation struct {
 	built  bool
 	plan   plan
 	order  []*unitState
+	pf     [][]uintptr // see planPrefetch
 
 	cycle  uint64
 	stopAt uint64 // no cycle >= stopAt runs: a stop was requested (see stopKey); none: no stop
@@ -189,6 +190,7 @@ func (s *Simulation) Build() (err error) {
 		}
 	}
 	s.collapseState()
+	s.planPrefetch()
 	if s.lg != nil {
 		s.lg.prepare(s.units)
 	}
