@@ -81,3 +81,33 @@ func TestPrefetchLines(t *testing.T) {
 		prefetchLines(lines)
 	}
 }
+
+type pfWide struct {
+	Base
+	In  [40]InPort[uint64]
+	Out [40]OutPort[uint64]
+}
+
+func (n *pfWide) Tick() {}
+
+// TestPrefetchPlanCap checks that a unit with many ports lists at most
+// maxPrefetchLines lines.
+func TestPrefetchPlanCap(t *testing.T) {
+	s := New()
+	ns := make([]*pfWide, 400)
+	for i := range ns {
+		ns[i] = &pfWide{}
+		require.NoError(t, s.Add(fmt.Sprint("w", i), ns[i]))
+	}
+	for i, n := range ns {
+		for j := range n.Out {
+			require.NoError(t, Connect(&n.Out[j], &ns[(i+j+1)%len(ns)].In[j], Capacity(4)))
+		}
+	}
+	require.NoError(t, s.Build())
+	require.Len(t, s.pf, len(ns))
+	for _, lines := range s.pf {
+		require.LessOrEqual(t, len(lines), maxPrefetchLines)
+		require.NotEmpty(t, lines)
+	}
+}
