@@ -30,7 +30,7 @@ const maxPrefetchLines = 64
 func (s *Simulation) planPrefetch() {
 	s.pf = nil
 	n := len(s.order)
-	if n < 2 {
+	if n < 2 || s.sleep != nil { // the sleeping scheduler does not step
 		return
 	}
 	var all []uintptr

@@ -190,11 +190,11 @@ func (s *Simulation) Build() (err error) {
 		}
 	}
 	s.collapseState()
-	s.planPrefetch()
 	if s.lg != nil {
 		s.lg.prepare(s.units)
 	}
 	s.initSleep()
+	s.planPrefetch()
 	defer s.recoverUnit(&err)
 	for _, u := range s.order {
 		if i, ok := u.unit.(Initer); ok {
