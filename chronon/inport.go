@@ -371,6 +371,7 @@ type inPortAny interface {
 	forgetIdle()
 	nextArrive() uint64
 	arm()
+	footprint(see func(p unsafe.Pointer, size uintptr))
 }
 
 // setGap sets gap: the smallest delay d of the port's connections, at
@@ -401,3 +402,26 @@ func (p *InPort[T]) unit() *unitState               { return p.u }
 func (p *InPort[T]) fullName() string               { return p.Name() }
 func (p *InPort[T]) localName() string              { return p.name }
 func (p *InPort[T]) elem() reflect.Type             { return reflect.TypeFor[T]() }
+
+// footprint calls see with what a receive touches at fixed addresses: the
+// port's hot bytes, its merger's or single ring's state, and its
+// connections' receiver lines (credit) and the first one's producer line
+// (drained).
+func (p *InPort[T]) footprint(see func(p unsafe.Pointer, size uintptr)) {
+	switch {
+	case p.merge != nil:
+		see(unsafe.Pointer(p), unsafe.Offsetof(p.gap)+unsafe.Sizeof(p.gap))
+		p.merge.Footprint(see)
+	case p.ring.ring != nil:
+		see(unsafe.Pointer(p), unsafe.Offsetof(p.fhead)+unsafe.Sizeof(p.fhead))
+		p.ring.ring.Footprint(see)
+	}
+	if len(p.conns) == 0 {
+		return
+	}
+	see(unsafe.Pointer(&p.conns[0]), uintptr(len(p.conns))*unsafe.Sizeof(p.conns[0]))
+	see(unsafe.Pointer(p.conns[0]), 8)
+	for _, k := range p.conns {
+		see(unsafe.Pointer(&k.pops), 8) // the line TestConnLayout keeps the receiver's fields on
+	}
+}

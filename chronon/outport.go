@@ -1,6 +1,9 @@
 package chronon
 
-import "reflect"
+import (
+	"reflect"
+	"unsafe"
+)
 
 // OutPort is the sending end of a unit's connections for messages of type T.
 // Declare it as a field of the unit struct; the zero value is ready for
@@ -138,6 +141,7 @@ type outPortAny interface {
 	buildCancel()
 	broadcasting() bool
 	payloadBytes() int
+	footprint(see func(p unsafe.Pointer, size uintptr))
 }
 
 func (p *OutPort[T]) bind(u *unitState, name string) { p.u, p.name = u, name }
@@ -160,4 +164,22 @@ func portName(u *unitState, name string) string {
 		return "(unbound)." + name
 	}
 	return u.name + "." + name
+}
+
+// footprint calls see with what a Send touches: the port's hot bytes, its
+// connection array, each connection's producer line and its lane.
+func (p *OutPort[T]) footprint(see func(p unsafe.Pointer, size uintptr)) {
+	see(unsafe.Pointer(p), unsafe.Offsetof(p.bc))
+	if len(p.conns) > 0 {
+		see(unsafe.Pointer(&p.conns[0]), uintptr(len(p.conns))*unsafe.Sizeof(p.conns[0]))
+	}
+	for _, k := range p.conns {
+		see(unsafe.Pointer(k), unsafe.Offsetof(k.pubPushes))
+		switch {
+		case k.ring != nil:
+			k.ring.Footprint(see)
+		case k.flane != nil:
+			k.flane.Footprint(see)
+		}
+	}
 }

@@ -8,7 +8,11 @@ import (
 // step runs one cycle: every unit, in plan order, at the same local cycle.
 func (s *Simulation) step() {
 	c := s.cycle
+	pf := s.pf
 	for i, u := range s.order {
+		if i < len(pf) { // the next unit's lines (see planPrefetch)
+			prefetchLines(pf[i])
+		}
 		u.cycle = c
 		s.cur = i + 1
 		u.unit.Tick()

@@ -15,6 +15,7 @@ type Simulation struct {
 	built  bool
 	plan   plan
 	order  []*unitState
+	pf     [][]uintptr // see planPrefetch
 
 	cycle  uint64
 	stopAt uint64 // no cycle >= stopAt runs: a stop was requested (see stopKey); none: no stop
@@ -193,6 +194,7 @@ func (s *Simulation) Build() (err error) {
 		s.lg.prepare(s.units)
 	}
 	s.initSleep()
+	s.planPrefetch()
 	defer s.recoverUnit(&err)
 	for _, u := range s.order {
 		if i, ok := u.unit.(Initer); ok {

@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/lanework/lanework/ringbuf"
 )
@@ -57,3 +58,10 @@ func (l *Lane[T]) ConnID() uint64 { return l.connID }
 
 // Cap returns the number of messages the lane can hold.
 func (l *Lane[T]) Cap() int { return l.ring.Cap() }
+
+// Footprint calls see with the memory at fixed addresses that a push
+// touches: the lane and its ring's header (see ringbuf.SPSC.Footprint).
+func (l *Lane[T]) Footprint(see func(p unsafe.Pointer, size uintptr)) {
+	see(unsafe.Pointer(l), unsafe.Sizeof(*l))
+	l.ring.Footprint(see)
+}

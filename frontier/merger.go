@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/lanework/lanework/ringbuf"
 )
@@ -192,4 +193,25 @@ func (m *Merger[T]) Overflows() uint64 {
 		n += l.overflows.Load()
 	}
 	return n
+}
+
+// Footprint calls see with the memory at fixed addresses that a pop reads:
+// the merger's flags with the scan tables of its lanes (in heap mode, the
+// lanes' hot state), and its lanes' ring headers (see
+// ringbuf.SPSC.Footprint).
+func (m *Merger[T]) Footprint(see func(p unsafe.Pointer, size uintptr)) {
+	if m.heapMode {
+		see(unsafe.Pointer(m), unsafe.Offsetof(m.rings))
+		if len(m.hot) > 0 {
+			see(unsafe.Pointer(&m.hot[0]), uintptr(len(m.hot))*unsafe.Sizeof(m.hot[0]))
+		}
+	} else {
+		n := uintptr(m.nscan)
+		see(unsafe.Pointer(m), unsafe.Offsetof(m.rings)+n*unsafe.Sizeof(m.rings[0]))
+		see(unsafe.Pointer(&m.heads), n*unsafe.Sizeof(m.heads[0]))
+		see(unsafe.Pointer(&m.hd), n*unsafe.Sizeof(m.hd[0]))
+	}
+	for _, l := range m.lanes {
+		l.ring.Footprint(see)
+	}
 }

@@ -358,3 +358,12 @@ func (m misuse) Error() string {
 	}
 	return fmt.Sprintf("ringbuf: %s(%d) exceeds the %s %d", m.method, m.k, what, m.limit)
 }
+
+// Footprint calls see with the ring's two header lines, the consumer's and
+// the producer's: what every push and pop reads, at fixed addresses (unlike
+// the slots, which move with the tickets). It is for callers that prefetch
+// the state they are about to use; it reads nothing shared.
+func (r *SPSC[T]) Footprint(see func(p unsafe.Pointer, size uintptr)) {
+	see(unsafe.Pointer(&r.head), unsafe.Offsetof(r.pointers)+1)
+	see(unsafe.Pointer(&r.tail), unsafe.Offsetof(r.pmask)+8-unsafe.Offsetof(r.tail))
+}

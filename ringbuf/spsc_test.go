@@ -378,3 +378,18 @@ func TestSPSCHeadTail(t *testing.T) {
 	r.Commit(1)
 	assert.Equal(t, uint64(2), r.Tail())
 }
+
+// TestSPSCFootprint checks that Footprint reports the consumer's and the
+// producer's header lines, each within the ring and one line long.
+func TestSPSCFootprint(t *testing.T) {
+	r, err := NewSPSC[uint64](8)
+	require.NoError(t, err)
+	var got []uintptr
+	r.Footprint(func(p unsafe.Pointer, size uintptr) {
+		assert.LessOrEqual(t, size, uintptr(64))
+		assert.GreaterOrEqual(t, uintptr(p), uintptr(unsafe.Pointer(r)))
+		assert.LessOrEqual(t, uintptr(p)+size, uintptr(unsafe.Pointer(r))+unsafe.Sizeof(*r))
+		got = append(got, uintptr(p))
+	})
+	assert.Equal(t, []uintptr{uintptr(unsafe.Pointer(&r.head)), uintptr(unsafe.Pointer(&r.tail))}, got)
+}
