@@ -619,12 +619,12 @@ func readAccountRecords(db *pebble.DB, accounts uint64, put func(acctMeta) error
 	return upTo(accounts)
 }
 
-// accountRecordsHold reports whether the account records already say
-// what writeAccountRecords(db, t, from, true) would leave them saying: every
-// record that holds slots from .. t.n-1 holds t's accounts there, every
-// one of those slots is held, and no record starts at t.n or later (a
-// stale one the rewrite deletes; a record that starts earlier is kept by
-// the rewrite too). Open then skips the rewrite: without a snapshot it
+// accountRecordsHold reports whether the account records already read
+// (as readAccountRecords reads them: each record up to the next one's first
+// slot) as writeAccountRecords(db, t, from, true) would leave them: t's
+// accounts in every slot from .. t.n-1, and no record starting at t.n or
+// later (a stale one the rewrite deletes; one that starts before from the
+// rewrite keeps too). Open then skips the rewrite: without a snapshot it
 // rewrote every account at each Open, and pebble replayed them at the next.
 func accountRecordsHold(db *pebble.DB, t *accountTable, from uint64) (bool, error) {
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: idKey(prefixAccount, 1), UpperBound: prefixEnd(prefixAccount)})
@@ -632,32 +632,31 @@ func accountRecordsHold(db *pebble.DB, t *accountTable, from uint64) (bool, erro
 		return false, err
 	}
 	defer it.Close()
-	next := from // the first slot no record read so far holds
+	end := from // the end of the slots the last record read holds
 	ok := it.SeekLT(idKey(prefixAccount, from+1))
 	if !ok {
 		ok = it.First()
 	}
 	for ; ok; ok = it.Next() {
 		first, ok := parseIDKey(prefixAccount, it.Key())
-		if !ok || first >= t.n || first > next {
+		if !ok || first >= t.n || first > from && end < first {
 			return false, nil
 		}
 		b, err := openRecord(it.Value())
 		if err != nil || len(b)%accountLen != 0 {
 			return false, nil // the rewrite replaces it
 		}
-		end := first + uint64(len(b)/accountLen)
+		end = first + uint64(len(b)/accountLen)
 		for s := max(first, from); s < min(end, t.n); s++ {
 			if decodeAccount(b[(s-first)*accountLen:]) != t.meta[s] {
 				return false, nil
 			}
 		}
-		next = max(next, end)
 	}
 	if err := it.Error(); err != nil {
 		return false, err
 	}
-	return next >= t.n, nil
+	return from >= t.n || end >= t.n, nil
 }
 
 // writeAccountRecords writes the account records of slots from .. the
