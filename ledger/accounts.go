@@ -3,6 +3,8 @@ package ledger
 import (
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/lanework/lanework/ringbuf"
 )
 
 // AccountFlags set an account's rules at creation.
@@ -216,26 +218,23 @@ func (t *accountTable) find(id uint64) (uint64, bool) {
 // The caller checked full.
 func (t *accountTable) insert(m acctMeta) uint64 {
 	i, _ := t.find(m.id)
-	return t.insertAt(i, m, true)
+	return t.insertAt(i, m)
 }
 
 // insertAt gives m the next slot, its entry at index i, the empty entry
 // find returned for m.id (no insert since). The caller checked full.
-// Unless shared, nobody else reads t yet (Open's recovery, one goroutine
-// before the stages start, which see t through their go statements): plain
-// stores then, as an atomic one is a locked instruction on amd64, a tenth
-// of a replay's time.
-func (t *accountTable) insertAt(i uint64, m acctMeta, shared bool) uint64 {
+//
+// The entry's words are release stores (ringbuf.StoreRelease, a plain
+// store on amd64), the id last: readers load the id, then the info,
+// atomically, which is message passing, so release is enough, as for the
+// readable cells (Ledger.storeCell). sync/atomic's store is a locked XCHG
+// on amd64, a tenth of a replay that creates its accounts.
+func (t *accountTable) insertAt(i uint64, m acctMeta) uint64 {
 	s := t.n
 	t.meta[s] = m
 	t.n++
-	if !shared {
-		*(*uint64)(unsafe.Pointer(&t.index[i].info)) = packInfo(s, &m)
-		*(*uint64)(unsafe.Pointer(&t.index[i].id)) = m.id
-		return s
-	}
-	t.index[i].info.Store(packInfo(s, &m))
-	t.index[i].id.Store(m.id) // last: publishes the entry
+	ringbuf.StoreRelease(&t.index[i].info, packInfo(s, &m))
+	ringbuf.StoreRelease(&t.index[i].id, m.id) // last: publishes the entry
 	return s
 }
 

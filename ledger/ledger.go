@@ -330,7 +330,6 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 	}
 	if l.rep.follower { // Apply replays onto rs; only the persister runs
 		l.rep.rs, l.rep.refs, l.rep.lastSnap, l.rep.walFloor = rs, refs, rs.snapshot, rs.walFloor
-		rs.shared = true // readers load its cells and table from now on
 		if cfg.DedupRetention > 0 {
 			l.rep.run = &refRun{}
 		}

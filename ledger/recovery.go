@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lanework/lanework/ledger/internal/wal"
+	"github.com/lanework/lanework/ringbuf"
 )
 
 // recovered is the state Open starts the pipeline from.
@@ -46,9 +47,6 @@ type recovered struct {
 	cells [MaxLegs + 2*maxExpiryPerTx]uint64
 	op    bookOp
 	sink  uint64 // keeps touchReplay's loads
-	// shared: readers may load bal and accts while the replay applies (a
-	// follower's Apply); else stores may be plain (see store).
-	shared bool
 	// lastTs is the timestamp of the last transaction replayBatch decoded.
 	lastTs int64
 }
@@ -139,7 +137,7 @@ func loadNewestSnapshot(db *pebble.DB, cfg *Config, rs *recovered) error {
 			continue
 		}
 		accts := newAccountTable(cfg.MaxAccounts)
-		info, err := readSnapshot(db, cfg.MaxAccounts, id, it.Value(), put, func(m acctMeta) error { return insertRecovered(accts, m, false) })
+		info, err := readSnapshot(db, cfg.MaxAccounts, id, it.Value(), put, func(m acctMeta) error { return insertRecovered(accts, m) })
 		if err == nil {
 			if info.book == nil {
 				info.book = newPendingBook(fateRetentionOf(cfg))
@@ -179,9 +177,8 @@ func loadNewestSnapshot(db *pebble.DB, cfg *Config, rs *recovered) error {
 	return it.Error()
 }
 
-// insertRecovered adds an account read from a snapshot or the WAL; shared
-// as insertAt's.
-func insertRecovered(t *accountTable, m acctMeta, shared bool) error {
+// insertRecovered adds an account read from a snapshot or the WAL.
+func insertRecovered(t *accountTable, m acctMeta) error {
 	if m.id == SystemAccount {
 		return errors.New("account 0 created")
 	}
@@ -193,7 +190,7 @@ func insertRecovered(t *accountTable, m acctMeta, shared bool) error {
 	if t.full() {
 		return fmt.Errorf("account %d beyond MaxAccounts", m.id)
 	}
-	t.insertAt(i, m, shared)
+	t.insertAt(i, m)
 	return nil
 }
 
@@ -423,7 +420,7 @@ func replayTx(t *walTx, rs *recovered) error {
 		return fmt.Errorf("tx %d follows %d", t.id, rs.last)
 	}
 	if t.kind == KindCreateAccount && t.fail == OK {
-		if err := insertRecovered(rs.accts, t.acct, rs.shared); err != nil {
+		if err := insertRecovered(rs.accts, t.acct); err != nil {
 			return fmt.Errorf("tx %d: %w", t.id, err)
 		}
 	}
@@ -527,16 +524,11 @@ func finishWindow(rs *recovered) error {
 	return nil
 }
 
-// store sets cell c to v. Unless rs.shared, nobody else reads the cells
-// yet (Open's recovery, one goroutine before the stages start, which see
-// them through their go statements): a plain store then, as an atomic one
-// is a locked instruction on amd64.
+// store sets cell c to v with a release store, as the Snapshotter's
+// Ledger.storeCell (see there why that is enough): the replay is the cells'
+// only writer, before the stages start or in a follower's Apply.
 func (rs *recovered) store(c uint64, v int64) {
-	if rs.shared {
-		rs.bal[c].Store(v)
-		return
-	}
-	*(*int64)(unsafe.Pointer(&rs.bal[c])) = v
+	ringbuf.StoreRelease((*atomic.Uint64)(unsafe.Pointer(&rs.bal[c])), uint64(v))
 }
 
 // setClosed sets account slot s's closed state (a closing transfer, its
