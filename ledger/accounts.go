@@ -115,9 +115,9 @@ type acctMeta struct {
 // rounded up to a power of two (at most two thirds full, never resized).
 // Only the Transactor (or recovery, before the stages start) inserts;
 // readers probe concurrently with atomic loads: an insert writes the
-// slot's metadata, then the entry's info, then its id, so a reader that
-// finds the id sees the rest (sync/atomic operations are sequentially
-// consistent in the Go memory model). Ids are never removed.
+// slot's metadata, then the entry's info, then its id, the words with
+// release stores (insertAt), so a reader that finds the id sees the rest.
+// Ids are never removed.
 //
 // Cost per account: 32 bytes of metadata, 32 bytes of cells, and 16 bytes
 // per index entry, 1.5 to 3 entries per account of MaxAccounts (24 to 48
