@@ -3,6 +3,8 @@ package ledger
 import (
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/lanework/lanework/ringbuf"
 )
 
 // AccountFlags set an account's rules at creation.
@@ -113,9 +115,9 @@ type acctMeta struct {
 // rounded up to a power of two (at most two thirds full, never resized).
 // Only the Transactor (or recovery, before the stages start) inserts;
 // readers probe concurrently with atomic loads: an insert writes the
-// slot's metadata, then the entry's info, then its id, so a reader that
-// finds the id sees the rest (sync/atomic operations are sequentially
-// consistent in the Go memory model). Ids are never removed.
+// slot's metadata, then the entry's info, then its id, the words with
+// release stores (insertAt), so a reader that finds the id sees the rest.
+// Ids are never removed.
 //
 // Cost per account: 32 bytes of metadata, 32 bytes of cells, and 16 bytes
 // per index entry, 1.5 to 3 entries per account of MaxAccounts (24 to 48
@@ -199,18 +201,40 @@ func (t *accountTable) peekHome(id uint64) uint64 { return t.index[t.home(id)].i
 // full reports whether every slot is taken.
 func (t *accountTable) full() bool { return t.n == uint64(len(t.meta)) }
 
+// find returns the index of id's entry and true, or that of the empty
+// entry ending its probe and false (where insertAt puts id).
+func (t *accountTable) find(id uint64) (uint64, bool) {
+	for i := t.home(id); ; i = (i + 1) & t.mask {
+		switch t.index[i].id.Load() {
+		case id:
+			return i, true
+		case 0:
+			return i, false
+		}
+	}
+}
+
 // insert gives m (whose id is not in the table, and not 0) the next slot.
 // The caller checked full.
 func (t *accountTable) insert(m acctMeta) uint64 {
+	i, _ := t.find(m.id)
+	return t.insertAt(i, m)
+}
+
+// insertAt gives m the next slot, its entry at index i, the empty entry
+// find returned for m.id (no insert since). The caller checked full.
+//
+// The entry's words are release stores (ringbuf.StoreRelease, a plain
+// store on amd64), the id last: readers load the id, then the info,
+// atomically, which is message passing, so release is enough, as for the
+// readable cells (Ledger.storeCell). sync/atomic's store is a locked XCHG
+// on amd64, a tenth of a replay that creates its accounts.
+func (t *accountTable) insertAt(i uint64, m acctMeta) uint64 {
 	s := t.n
 	t.meta[s] = m
 	t.n++
-	i := t.home(m.id)
-	for t.index[i].id.Load() != 0 {
-		i = (i + 1) & t.mask
-	}
-	t.index[i].info.Store(packInfo(s, &m))
-	t.index[i].id.Store(m.id) // last: publishes the entry
+	ringbuf.StoreRelease(&t.index[i].info, packInfo(s, &m))
+	ringbuf.StoreRelease(&t.index[i].id, m.id) // last: publishes the entry
 	return s
 }
 

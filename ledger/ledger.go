@@ -204,8 +204,13 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 		return nil, err
 	}
 	// The account records of the creations replayed after the snapshot
-	// (the Snapshotter of this run will not apply them).
-	if err := writeAccountRecords(db, rs.accts, rs.snapAccounts, true); err != nil {
+	// (the Snapshotter of this run will not apply them), unless the
+	// records already hold them.
+	hold, err := accountRecordsHold(db, rs.accts, rs.snapAccounts)
+	if err == nil && !hold {
+		err = writeAccountRecords(db, rs.accts, rs.snapAccounts, true)
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger: write account records: %w", err)
 	}

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lanework/lanework/ledger/internal/wal"
+	"github.com/lanework/lanework/ringbuf"
 )
 
 // recovered is the state Open starts the pipeline from.
@@ -40,6 +42,13 @@ type recovered struct {
 	// walFloor: a follower keeps its WAL from this transaction on, for
 	// the history index to catch up from when it leads (0: no floor).
 	walFloor uint64
+	// replayBatch's scratch, kept across batches.
+	txs   *[touchAhead]walTx
+	cells [MaxLegs + 2*maxExpiryPerTx]uint64
+	op    bookOp
+	sink  uint64 // keeps touchReplay's loads
+	// lastTs is the timestamp of the last transaction replayBatch decoded.
+	lastTs int64
 }
 
 type winAcct struct {
@@ -173,13 +182,15 @@ func insertRecovered(t *accountTable, m acctMeta) error {
 	if m.id == SystemAccount {
 		return errors.New("account 0 created")
 	}
-	if _, ok := t.slot(m.id); ok {
+	// One probe sequence: the check's ends where the insert goes.
+	i, dup := t.find(m.id)
+	if dup {
 		return fmt.Errorf("account %d created twice", m.id)
 	}
 	if t.full() {
 		return fmt.Errorf("account %d beyond MaxAccounts", m.id)
 	}
-	t.insert(m)
+	t.insertAt(i, m)
 	return nil
 }
 
@@ -274,7 +285,6 @@ func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
 	if err != nil {
 		return err
 	}
-	var t walTx
 	var seq uint64 // the segment being read
 	// Every segment is read in full, below the snapshot too: the same
 	// rules as Verify, whatever the snapshot covers.
@@ -300,7 +310,7 @@ func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
 		if b.first > rs.last+1 {
 			return &CorruptError{File: walDir + "/" + seg.Name(), Offset: off, FirstTx: TxID(rs.last + 1), LastTx: TxID(b.first - 1), Reason: "transactions missing from the WAL"}
 		}
-		if err := replayBatch(&b, &t, rs); err != nil {
+		if err := replayBatch(&b, rs); err != nil {
 			var ce *CorruptError
 			if errors.As(err, &ce) {
 				return err // the snapshot's window does not replay
@@ -339,71 +349,128 @@ func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
 // replayBatch applies the transactions of b after rs.last. Outside the
 // snapshot's window it checks every entry before changing rs, per
 // transaction; inside it, an error (always fatal) may leave rs half changed.
-func replayBatch(b *batchReader, t *walTx, rs *recovered) error {
-	var cells [MaxLegs + 2*maxExpiryPerTx]uint64
-	var op bookOp
+//
+// It decodes up to touchAhead transactions, touches what they will read
+// (touchReplay), then applies them: the cache misses of a group overlap,
+// as the Transactor's touch makes them (execute.go). A decoding error is
+// returned after the transactions before it applied, as if decoded one by
+// one.
+func replayBatch(b *batchReader, rs *recovered) error {
+	if rs.txs == nil {
+		rs.txs = new([touchAhead]walTx)
+	}
+	txs := rs.txs
 	for {
-		ok, err := b.next(t)
-		if err != nil || !ok {
-			return err
-		}
-		if t.id <= rs.last {
-			continue
-		}
-		if t.id != rs.last+1 {
-			return fmt.Errorf("tx %d follows %d", t.id, rs.last)
-		}
-		if t.kind == KindCreateAccount && t.fail == OK {
-			if err := insertRecovered(rs.accts, t.acct); err != nil {
-				return fmt.Errorf("tx %d: %w", t.id, err)
+		n := 0
+		var derr error
+		for n < len(txs) {
+			ok, err := b.next(&txs[n])
+			if err != nil || !ok {
+				derr = err
+				break
 			}
+			n++
 		}
-		for i := 0; i < t.n; i++ {
-			e := t.entry(i)
-			s, ok := rs.accts.slot(e.Account)
-			if !ok {
-				return fmt.Errorf("tx %d: account %d was never created", t.id, e.Account)
-			}
-			cells[i] = cell(s, e.Column)
+		if n > 0 {
+			rs.lastTs = txs[n-1].ts
 		}
-		if t.bookOp(&op, cells[:t.n]) {
-			if err := rs.book.applyOp(&op, rs.setClosed); err != nil {
+		rs.touchReplay(txs[:n])
+		for i := range txs[:n] {
+			if err := replayTx(&txs[i], rs); err != nil {
 				return err
 			}
 		}
-		if t.id <= rs.snapEnd {
-			if err := replayWindowTx(t, cells[:t.n], rs); err != nil {
-				return err
-			}
-		} else {
-			// Entries of one tx may repeat a cell: verify while applying,
-			// and undo on mismatch.
-			for i := 0; i < t.n; i++ {
-				e := t.entry(i)
-				cur := rs.bal[cells[i]].Load()
-				nv, ok := addInt64(cur, e.Delta)
-				if !ok || nv != e.Value {
-					for j := i - 1; j >= 0; j-- {
-						rs.bal[cells[j]].Add(-t.entry(j).Delta)
-					}
-					return fmt.Errorf("tx %d: account %d %v %d%+d recorded as %d", t.id, e.Account, e.Column, cur, e.Delta, e.Value)
-				}
-				rs.bal[cells[i]].Store(nv)
-			}
-		}
-		if t.userRef != 0 && t.fail != Duplicate {
-			rs.dedup.fifo.trim(t.id, rs.dedup.forget)
-			rs.dedup.add(t.id, t.userRef)
-			rs.replayedRefs = append(rs.replayedRefs, refUse{id: t.id, ref: t.userRef, ts: t.ts})
-		}
-		rs.last = t.id
-		rs.replayed++
-		if rs.last == rs.snapEnd && rs.win != nil {
-			if err := finishWindow(rs); err != nil {
-				return err
-			}
+		if derr != nil || n < len(txs) {
+			return derr
 		}
 	}
+}
+
+// touchReplay loads what replayTx will read for txs, in the two rounds of
+// the Transactor's touch: each account's index entry at its home (with
+// the account a creation inserts), then through those entries each
+// account's cells. Loads only: a follower's readers may run beside it.
+func (rs *recovered) touchReplay(txs []walTx) {
+	t := rs.accts
+	var s uint64
+	for i := range txs {
+		x := &txs[i]
+		if x.kind == KindCreateAccount {
+			s += t.peekHome(x.acct.id)
+		}
+		for j := 0; j < x.n; j++ {
+			s += t.peekHome(x.account(j))
+		}
+	}
+	for i := range txs {
+		x := &txs[i]
+		for j := 0; j < x.n; j++ {
+			s += uint64(rs.bal[cellsPerAccount*t.peek(x.account(j))].Load())
+		}
+	}
+	rs.sink += s
+}
+
+// replayTx applies t if it follows rs.last (see replayBatch).
+func replayTx(t *walTx, rs *recovered) error {
+	if t.id <= rs.last {
+		return nil
+	}
+	if t.id != rs.last+1 {
+		return fmt.Errorf("tx %d follows %d", t.id, rs.last)
+	}
+	if t.kind == KindCreateAccount && t.fail == OK {
+		if err := insertRecovered(rs.accts, t.acct); err != nil {
+			return fmt.Errorf("tx %d: %w", t.id, err)
+		}
+	}
+	cells := &rs.cells
+	for i := 0; i < t.n; i++ {
+		e := t.entry(i)
+		s, ok := rs.accts.slot(e.Account)
+		if !ok {
+			return fmt.Errorf("tx %d: account %d was never created", t.id, e.Account)
+		}
+		cells[i] = cell(s, e.Column)
+	}
+	if t.bookOp(&rs.op, cells[:t.n]) {
+		if err := rs.book.applyOp(&rs.op, rs.setClosed); err != nil {
+			return err
+		}
+	}
+	if t.id <= rs.snapEnd {
+		if err := replayWindowTx(t, cells[:t.n], rs); err != nil {
+			return err
+		}
+	} else {
+		// Entries of one tx may repeat a cell: verify while applying,
+		// and undo on mismatch.
+		for i := 0; i < t.n; i++ {
+			e := t.entry(i)
+			cur := rs.bal[cells[i]].Load()
+			nv, ok := addInt64(cur, e.Delta)
+			if !ok || nv != e.Value {
+				for j := i - 1; j >= 0; j-- {
+					rs.store(cells[j], rs.bal[cells[j]].Load()-t.entry(j).Delta)
+				}
+				return fmt.Errorf("tx %d: account %d %v %d%+d recorded as %d", t.id, e.Account, e.Column, cur, e.Delta, e.Value)
+			}
+			rs.store(cells[i], nv)
+		}
+	}
+	if t.userRef != 0 && t.fail != Duplicate {
+		rs.dedup.fifo.trim(t.id, rs.dedup.forget)
+		rs.dedup.add(t.id, t.userRef)
+		rs.replayedRefs = append(rs.replayedRefs, refUse{id: t.id, ref: t.userRef, ts: t.ts})
+	}
+	rs.last = t.id
+	rs.replayed++
+	if rs.last == rs.snapEnd && rs.win != nil {
+		if err := finishWindow(rs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // replayWindowTx applies a transaction inside the loaded snapshot's window
@@ -432,7 +499,7 @@ func replayWindowTx(t *walTx, cells []uint64, rs *recovered) error {
 			st.matched = st.matched || st.chunk == e.Value
 		}
 		rs.win[c] = st
-		rs.bal[c].Store(e.Value)
+		rs.store(c, e.Value)
 	}
 	return nil
 }
@@ -455,6 +522,13 @@ func finishWindow(rs *recovered) error {
 			Reason: fmt.Sprintf("%v after replaying snapshot %d through tx %d", err, rs.snapshot, rs.snapEnd)}
 	}
 	return nil
+}
+
+// store sets cell c to v with a release store, as the Snapshotter's
+// Ledger.storeCell (see there why that is enough): the replay is the cells'
+// only writer, before the stages start or in a follower's Apply.
+func (rs *recovered) store(c uint64, v int64) {
+	ringbuf.StoreRelease((*atomic.Uint64)(unsafe.Pointer(&rs.bal[c])), uint64(v))
 }
 
 // setClosed sets account slot s's closed state (a closing transfer, its
@@ -535,6 +609,46 @@ func readAccountRecords(db *pebble.DB, accounts uint64, put func(acctMeta) error
 		return err
 	}
 	return upTo(accounts)
+}
+
+// accountRecordsHold reports whether the account records already read
+// (as readAccountRecords reads them: each record up to the next one's first
+// slot) as writeAccountRecords(db, t, from, true) would leave them: t's
+// accounts in every slot from .. t.n-1, and no record starting at t.n or
+// later (a stale one the rewrite deletes; one that starts before from the
+// rewrite keeps too). Open then skips the rewrite: without a snapshot it
+// rewrote every account at each Open, and pebble replayed them at the next.
+func accountRecordsHold(db *pebble.DB, t *accountTable, from uint64) (bool, error) {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: idKey(prefixAccount, 1), UpperBound: prefixEnd(prefixAccount)})
+	if err != nil {
+		return false, err
+	}
+	defer it.Close()
+	end := from // the end of the slots the last record read holds
+	ok := it.SeekLT(idKey(prefixAccount, from+1))
+	if !ok {
+		ok = it.First()
+	}
+	for ; ok; ok = it.Next() {
+		first, ok := parseIDKey(prefixAccount, it.Key())
+		if !ok || first >= t.n || first > from && end < first {
+			return false, nil
+		}
+		b, err := openRecord(it.Value())
+		if err != nil || len(b)%accountLen != 0 {
+			return false, nil // the rewrite replaces it
+		}
+		end = first + uint64(len(b)/accountLen)
+		for s := max(first, from); s < min(end, t.n); s++ {
+			if decodeAccount(b[(s-first)*accountLen:]) != t.meta[s] {
+				return false, nil
+			}
+		}
+	}
+	if err := it.Error(); err != nil {
+		return false, err
+	}
+	return from >= t.n || end >= t.n, nil
 }
 
 // writeAccountRecords writes the account records of slots from .. the

@@ -301,3 +301,63 @@ func TestAccountRecordRuns(t *testing.T) {
 		require.ErrorContains(t, err, "slot 8 missing", "the rewrite dropped the records from slot 5 on")
 	})
 }
+
+// TestAccountRecordsHold: Open skips rewriting the account records only
+// when they read as the rewrite would leave them.
+func TestAccountRecordsHold(t *testing.T) {
+	db, err := pebble.Open(t.TempDir(), &pebble.Options{Logger: quietLogger{}})
+	require.NoError(t, err)
+	defer db.Close()
+	accts := newAccountTable(100)
+	for id := uint64(1); id <= 20; id++ {
+		accts.insert(acctMeta{id: 100 + id, ledger: 1})
+	}
+	hold := func(from uint64) bool {
+		ok, err := accountRecordsHold(db, accts, from)
+		require.NoError(t, err)
+		if ok && from == 1 { // what Open would read back
+			s := uint64(1)
+			require.NoError(t, readAccountRecords(db, accts.n, func(m acctMeta) error {
+				if s >= from {
+					require.Equal(t, accts.meta[s], m, "slot %d", s)
+				}
+				s++
+				return nil
+			}))
+		}
+		return ok
+	}
+	require.False(t, hold(1), "no records")
+	require.True(t, hold(accts.n), "nothing to write, no record")
+	require.NoError(t, writeAccountRecords(db, accts, 1, true))
+	require.True(t, hold(1))
+	require.True(t, hold(7))
+	// Overlapping records that agree, as a Snapshotter's and Open's.
+	require.NoError(t, db.Set(idKey(prefixAccount, 5), encodeAccountRecord(accts.meta[5:accts.n]...), nil))
+	require.True(t, hold(1))
+	// One that disagrees where it holds slots from on.
+	other := append([]acctMeta(nil), accts.meta[5:accts.n]...)
+	other[2].code = 9
+	require.NoError(t, db.Set(idKey(prefixAccount, 5), encodeAccountRecord(other...), nil))
+	require.False(t, hold(1))
+	require.True(t, hold(8), "slot 7 is before from")
+	// A later record hides the earlier one's tail: slots past it are held
+	// by none (readAccountRecords finds them missing).
+	require.NoError(t, db.Set(idKey(prefixAccount, 5), encodeAccountRecord(accts.meta[5:9]...), nil))
+	require.False(t, hold(1))
+	require.False(t, hold(9))
+	require.NoError(t, writeAccountRecords(db, accts, 1, true))
+	require.True(t, hold(1))
+	// A stale record past the last slot: the rewrite deletes it.
+	require.NoError(t, db.Set(idKey(prefixAccount, accts.n), encodeAccountRecord(accts.meta[1:2]...), nil))
+	require.False(t, hold(1))
+	require.False(t, hold(accts.n))
+	require.NoError(t, writeAccountRecords(db, accts, 1, true))
+	// A slot no record holds.
+	require.NoError(t, db.DeleteRange(idKey(prefixAccount, 1), idKey(prefixAccount, 2), nil))
+	require.False(t, hold(1))
+	// A damaged record.
+	require.NoError(t, writeAccountRecords(db, accts, 1, true))
+	require.NoError(t, db.Set(idKey(prefixAccount, 3), []byte("junk"), nil))
+	require.False(t, hold(1))
+}

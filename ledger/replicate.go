@@ -223,12 +223,11 @@ func (l *Ledger) Apply(batch []byte) error {
 		return l.storageErr()
 	}
 	l.rep.hash.Store(chainBatch(l.rep.hash.Load(), batch))
-	var t walTx
 	accounts := rs.accts.n
 	// Before any balance store of the batch: a persister that reads one
 	// of them and then loads applying sees at least its last tx.
 	l.applying.Store(b.last())
-	if err := replayBatch(&b, &t, rs); err != nil {
+	if err := replayBatch(&b, rs); err != nil {
 		err = &CorruptError{File: walDir, FirstTx: TxID(b.first), LastTx: TxID(b.last()), Reason: "replicated batch: " + err.Error()}
 		l.fail(err)
 		return err
@@ -277,7 +276,7 @@ func (l *Ledger) Apply(batch []byte) error {
 		due = true
 	}
 	// The book as of last is the replay's own (Apply runs the batch whole).
-	if due && l.takeSnapshot(last, t.ts, rs.accts.n, &l.rep.refs, rs.book) {
+	if due && l.takeSnapshot(last, rs.lastTs, rs.accts.n, &l.rep.refs, rs.book) {
 		l.rep.lastSnap = last
 	}
 	return nil
