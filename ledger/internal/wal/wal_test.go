@@ -101,12 +101,7 @@ func TestUncleanEndThenContinue(t *testing.T) {
 		require.NoError(t, w.Append(batch(i, i, 100), i, i))
 	}
 	// Simulate the crash: stop the preparer and flusher without the trailer.
-	close(w.quit)
-	w.prepWG.Wait()
-	crashed := vfs.NewMem()
-	require.NoError(t, copyFS(fs, crashed, "wal"))
-	require.NoError(t, w.lw.Close())
-	require.NoError(t, w.dir.Close())
+	crashed := crash(t, w, fs)
 
 	res, err := Scan(testOptions(crashed), Bounds{}, 0, func(Segment, int64, []byte) error { return nil })
 	require.NoError(t, err)
@@ -121,6 +116,19 @@ func TestUncleanEndThenContinue(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, res.Torn)
 	require.Equal(t, uint64(11), res.Last)
+}
+
+// crash copies w's log as a crash would leave it: the preparer stopped and
+// no EOF trailer written; then it releases w.
+func crash(t *testing.T, w *Writer, fs vfs.FS) vfs.FS {
+	t.Helper()
+	close(w.quit)
+	w.prepWG.Wait()
+	crashed := vfs.NewMem()
+	require.NoError(t, copyFS(fs, crashed, "wal"))
+	require.NoError(t, w.lw.Close())
+	require.NoError(t, w.dir.Close())
+	return crashed
 }
 
 func copyFS(from, to vfs.FS, dir string) error {
@@ -241,12 +249,7 @@ func TestRecycledSegment(t *testing.T) {
 	for range 3 {
 		add()
 	}
-	close(w.quit) // crash: no trailer
-	w.prepWG.Wait()
-	crashed := vfs.NewMem()
-	require.NoError(t, copyFS(fs, crashed, "wal"))
-	require.NoError(t, w.lw.Close())
-	require.NoError(t, w.dir.Close())
+	crashed := crash(t, w, fs)
 	newest := w.current()
 
 	scan := func(fs vfs.FS) (Result, error) {
@@ -329,12 +332,7 @@ func TestDamageBeforeStaleSyncedOffset(t *testing.T) {
 	for i := uint64(1); i <= 4; i++ {
 		require.NoError(t, w.Append(batch(i, i, 300), i, i))
 	}
-	close(w.quit) // crash: no trailer
-	w.prepWG.Wait()
-	crashed := vfs.NewMem()
-	require.NoError(t, copyFS(fs, crashed, "wal"))
-	require.NoError(t, w.lw.Close())
-	require.NoError(t, w.dir.Close())
+	crashed := crash(t, w, fs)
 	seg := w.current()
 	var offs []int64
 	_, err = Scan(testOptions(crashed), Bounds{}, 0, func(_ Segment, off int64, _ []byte) error {
