@@ -242,10 +242,6 @@ func (s *segReader) unborn(f vfs.File, size int64) (bool, error) {
 	if retired, err := retiredHeader(f, s.oldest); err != nil || retired {
 		return retired, err
 	}
-	later, _, err := laterSynced(f, s.seg.Seq, 0, size)
-	if err != nil || later {
-		return false, err
-	}
 	return allZero(f, size)
 }
 

@@ -114,8 +114,8 @@ func Create(opts Options, segs []Segment, first uint64) (*Writer, error) {
 		seq = segs[len(segs)-1].Seq + 1
 	}
 	w.sparseSeq = seq
-	// A spare an earlier process left is removed: this Writer recycles
-	// what its own retention retires.
+	// A spare an earlier process left is removed, not checked: the next
+	// retirement provides another.
 	err = opts.FS.Remove(w.path(recycleTmp))
 	if isNotExist(err) {
 		err = nil
@@ -161,8 +161,6 @@ func (w *Writer) prepare(full bool) error {
 		if ok, err := w.takeSpare(p); ok || err != nil {
 			return err
 		}
-	}
-	if full {
 		if done, err := zeroFillDirect(w.opts.FS, p, w.opts.SegmentSize); err != nil {
 			return fmt.Errorf("wal: prepare segment: %w", err)
 		} else if done {
@@ -195,8 +193,8 @@ func (w *Writer) prepare(full bool) error {
 	return w.syncPrepared(p)
 }
 
-// takeSpare renames recycle.tmp, a retired segment this Writer wrote out,
-// to p and reports whether it did. The file is already the segment size and
+// takeSpare renames recycle.tmp, a retired segment written out at the
+// segment size (see retire's caller), to p and reports whether it did. The file is already the segment size and
 // written out, so writes into it change data only, as into zeros; its old
 // records carry an earlier segment's log number, which pebble's reader and
 // Scan tell from this segment's (see Torn). Its data was synced when it was
