@@ -164,6 +164,10 @@ func (r *SPSC[T]) Reserve(n int) []T {
 // Claim returns the free slot at the tail for the producer to fill in
 // place, or nil if the ring is full: Reserve(1) for one element, small
 // enough to inline. Commit(1) publishes the slot. Producer only.
+//
+// Its room check is TryPush's, spelled out rather than a call to free: a
+// generic method inlined into another reloads the caller's dictionary (see
+// Peek).
 func (r *SPSC[T]) Claim() *T {
 	t := atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.tail))) // own field; see Head
 	if t-r.cachedHead >= uint64(len(r.pbuf)) {
