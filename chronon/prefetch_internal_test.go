@@ -69,19 +69,6 @@ func TestPrefetchPlan(t *testing.T) {
 	require.NoError(t, s.Run(100))
 }
 
-// TestPrefetchLines runs the prefetch routine on lists of every length
-// around its unrolling.
-func TestPrefetchLines(t *testing.T) {
-	buf := make([]uint64, 128)
-	for n := range 11 {
-		lines := make([]uintptr, n)
-		for i := range lines {
-			lines[i] = uintptr(unsafe.Pointer(&buf[i*8]))
-		}
-		prefetchLines(lines)
-	}
-}
-
 type pfWide struct {
 	Base
 	In  [40]InPort[uint64]
