@@ -72,15 +72,26 @@ func TestLookaheadMatchesSequential(t *testing.T) {
 // BenchmarkPipelineWorkers runs the reference pipeline with 1 (the
 // sequential engine), 2 and 8 workers, as configured (the calibration keeps
 // the sequential engine: a cycle is under the threshold), and with 2
-// and 8 workers forced parallel.
+// and 8 workers forced parallel; and, with a lookahead of 10 (stops 9
+// cycles late, so a different model's results), sequentially and forced
+// onto 2 workers, where the L2 trails the rest (see trailCut).
 func BenchmarkPipelineWorkers(b *testing.B) {
-	for _, w := range []int{1, 2, 8, -2, -8} {
+	for _, w := range []int{1, 2, 8, -2, -8, 101, -102} {
 		name := fmt.Sprintf("workers=%d", w)
-		if w < 0 {
+		src := small(0)
+		switch {
+		case w > 100 || w < -100:
+			w = w % 100
+			name = fmt.Sprintf("workers=%d-lookahead10", max(w, -w))
+			if w < 0 {
+				name = fmt.Sprintf("workers=%d-forced-lookahead10", -w)
+			}
+			src = withLookahead(src, 10)
+		case w < 0:
 			name = fmt.Sprintf("workers=%d-forced", -w)
 		}
 		b.Run(name, func(b *testing.B) {
-			s, _, _, err := cpupipeline.Load(small(0))
+			s, _, _, err := cpupipeline.Load(src)
 			require.NoError(b, err)
 			n := w
 			if w < 0 {
