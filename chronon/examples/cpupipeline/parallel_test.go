@@ -56,8 +56,9 @@ func withLookahead(src []byte, la int) []byte {
 // TestLookaheadMatchesSequential is TestParallelMatchesSequential with a
 // lookahead of 4: the parallel engine against the sequential engine with
 // the same lookahead (the run ends 3 cycles after the commit target). The
-// pipeline's delay-1 feedback keeps every worker within a cycle of the
-// others, so the barrier engine runs it (see Simulation.newParallel).
+// pipeline's delay-1 feedback leaves one cut with slack: the L2, whose
+// responses take 10 cycles, on a worker that trails the rest by up to 3
+// cycles (trailCut).
 func TestLookaheadMatchesSequential(t *testing.T) {
 	src := withLookahead(small(20000), 4)
 	want := runWorkers(t, src, 1)
