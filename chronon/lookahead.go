@@ -156,7 +156,7 @@ func newLookahead(s *Simulation, part [][]int) *laEngine {
 	lag := workerLags(s, part)
 	for wi, w := range e.workers {
 		raw := make([]laDep, len(e.workers)-1+2*depPad)
-		w.deps = raw[depPad:depPad:len(raw)-depPad]
+		w.deps = raw[depPad : depPad : len(raw)-depPad]
 		for vi, v := range e.workers {
 			if vi != wi {
 				w.deps = append(w.deps, laDep{w: v, lag: lag[vi][wi]})
