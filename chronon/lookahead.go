@@ -515,18 +515,22 @@ func (w *laWorker) loop(start uint64) {
 		ringbuf.StoreRelease(&w.progress, c+1)
 		if c%wakeEvery == 0 {
 			e.m.Wake() // after the store: the Dekker handshake of package pressure
+		} else {
+			e.m.WakeIfParked()
 		}
 	}
 }
 
 // wakeEvery is how often, in cycles, a worker that does not wait calls
-// Wake after its progress store (and OnWork before its cycle). Every cycle
-// cost the CPU pipeline's leading worker about 100 ns: Wake's fence waits
-// for the store to leave the core, and the progress line is in the
-// trailing worker's cache, which polls it. A parked worker waiting for
-// this one's progress is woken at the latest wakeEvery cycles later, or
-// when this one waits itself (await calls Wake first) or leaves: so no
-// wakeup is lost, and no two workers can park waiting for each other.
+// Wake after its progress store (and OnWork before its cycle); in the
+// other cycles it calls WakeIfParked, which has no fence. Wake every cycle
+// cost the CPU pipeline's leading worker about 100 ns: its fence waits for
+// the store to leave the core, and the progress line is in the trailing
+// worker's cache, which polls it. A worker parked waiting for this one's
+// progress is woken by the next WakeIfParked that sees its announcement,
+// and at the latest by the next Wake: wakeEvery cycles later, or when this
+// one waits itself (await calls Wake first), or leaves. So no wakeup is
+// lost, and no two workers can park waiting for each other.
 const wakeEvery = 8
 
 // await waits until d's worker may be depended on for cycle c, or the
