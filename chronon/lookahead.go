@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lanework/lanework/pressure"
+	"github.com/lanework/lanework/ringbuf"
 )
 
 // MaxLookahead bounds WithMaxLookahead: a cancel log holds delay+L+1
@@ -71,20 +72,31 @@ func (s *Simulation) setLookahead() error {
 //
 // Memory ordering: a worker's effects in cycle c (ring pushes, published
 // counts and logs, stop requests) precede, in its program order, its
-// progress store (sync/atomic, sequentially consistent); any worker that
-// loads that progress value, or a later one, sees them.
+// progress store; any worker that loads that progress value, or a later
+// one, sees them. That is message passing, which needs a release store and
+// an acquire load only: the store is ringbuf.StoreRelease (a plain MOV on
+// amd64 outside race builds, ordered by x86-TSO; a sync/atomic store under
+// the race detector, which checks the scheme under the Go memory model),
+// the loads sync/atomic. A sequentially consistent store (XCHG) waited
+// for the line to come back from the worker polling it: about 100 ns a
+// cycle on the CPU pipeline. Where a store must precede a load (the
+// wakeup handshake), Wake's fence orders it.
 type laEngine struct {
 	sim     *Simulation
 	workers []*laWorker
-	minLag  uint64 // the smallest lag between two workers
 	end     uint64
 	m       *pressure.Manager
 
 	stops
 }
 
-// laWorker is one goroutine of the lookahead engine.
+// laWorker is one goroutine of the lookahead engine. Its progress has a
+// cache line of its own, padded on both sides: another worker loads it,
+// and the owner's counters below are written every cycle (sharing a line
+// with the next worker's progress cost the CPU pipeline about 50 ns a
+// cycle, 2026-12-03).
 type laWorker struct {
+	_        [cacheLine]byte
 	progress atomic.Uint64 // the next cycle the worker runs; none outside a parallel segment
 	_        [cacheLine - 8]byte
 
@@ -98,7 +110,14 @@ type laWorker struct {
 	// between cycles (made only when the cached value does not suffice) and
 	// waits inside a Tick (credits, flush).
 	cycles, syncs, tickWaits uint64
+	waited                   bool // since the last OnWork (see loop)
+	_                        [cacheLine]byte
 }
+
+// depPad is how many unused laDeps pad each side of a worker's deps: the
+// worker writes its seen values, which another worker's allocation must
+// not share a cache line with.
+const depPad = (cacheLine + 23) / 24
 
 // laDep is a worker whose progress another one needs: at least c+1-lag
 // before the other runs c. seen caches the last progress loaded.
@@ -134,27 +153,16 @@ func newLookahead(s *Simulation, part [][]int) *laEngine {
 			clusterWorker[cl] = wi
 		}
 	}
-	lag := make([][]uint64, len(part))
-	for i := range lag {
-		lag[i] = make([]uint64, len(part))
-		for j := range lag[i] {
-			lag[i][j] = s.lookahead
-		}
-	}
-	for _, l := range s.plan.links {
-		from, to := clusterWorker[l.from], clusterWorker[l.to]
-		if from != to {
-			lag[from][to] = min(lag[from][to], max(l.minDelay, 1))
-		}
-	}
+	lag := workerLags(s, part)
 	for wi, w := range e.workers {
+		raw := make([]laDep, len(e.workers)-1+2*depPad)
+		w.deps = raw[depPad : depPad : len(raw)-depPad]
 		for vi, v := range e.workers {
 			if vi != wi {
 				w.deps = append(w.deps, laDep{w: v, lag: lag[vi][wi]})
 			}
 		}
 	}
-	e.minLag = minLag(s, part)
 	prog := make([]*atomic.Uint64, len(part))
 	for i, w := range e.workers {
 		prog[i] = &w.progress
@@ -165,22 +173,46 @@ func newLookahead(s *Simulation, part [][]int) *laEngine {
 
 func (e *laEngine) size() int { return len(e.workers) }
 
-// minLag returns the smallest delay of an edge between two workers of
-// part, at most the lookahead: how far any worker may run ahead of another.
-func minLag(s *Simulation, part [][]int) uint64 {
+// workerLags returns lag[v][w] for the workers of part: the smallest
+// delay of the edges from v's clusters to w's, at most the lookahead (the
+// lookahead when there are none). w may run cycle c once v has finished
+// c-lag[v][w].
+func workerLags(s *Simulation, part [][]int) [][]uint64 {
 	workerOf := make([]int, len(s.plan.clusters))
 	for w, cls := range part {
 		for _, cl := range cls {
 			workerOf[cl] = w
 		}
 	}
-	lag := s.lookahead
+	lag := make([][]uint64, len(part))
+	for i := range lag {
+		lag[i] = make([]uint64, len(part))
+		for j := range lag[i] {
+			lag[i][j] = s.lookahead
+		}
+	}
 	for _, l := range s.plan.links {
-		if workerOf[l.from] != workerOf[l.to] {
-			lag = min(lag, max(l.minDelay, 1))
+		if from, to := workerOf[l.from], workerOf[l.to]; from != to {
+			lag[from][to] = min(lag[from][to], max(l.minDelay, 1))
 		}
 	}
 	return lag
+}
+
+// drifts reports whether every two workers of part may be a cycle or more
+// apart: lag[v][w] + lag[w][v] >= 3, so that one of them can run ahead of
+// the other. Two workers joined by delay-1 edges both ways synchronize
+// every cycle, which the barrier engine does better (see newParallel).
+func drifts(s *Simulation, part [][]int) bool {
+	lag := workerLags(s, part)
+	for v := range lag {
+		for w := range v {
+			if lag[v][w]+lag[w][v] < 3 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // cutPartition places clusters on at most n workers so that the edges
@@ -259,7 +291,146 @@ func cutPartition(s *Simulation, n int, measured func(cl int) int64) [][]int {
 			return part
 		}
 	}
+	if part := trailCut(s, n, cost); part != nil {
+		return part
+	}
 	return partition(s.plan.clusters, n, cost)
+}
+
+// trailCut is cutPartition's last resort, for topologies whose feedback
+// loops of short edges leave no balanced cut: two workers, a leader and a
+// trailer that no short edge leaves. The trailer runs behind the leader
+// (its incoming edges may have delay 1) and the leader up to t-1 cycles
+// ahead of it, t the smallest delay of the edges back, so neither waits
+// for the other in most cycles. (The CPU pipeline: the L2, whose responses
+// take 10 cycles, trails everything else.)
+//
+// For each threshold t, from L down to 2, edges of delay under t are
+// short; the candidates for the trailer are the sink components of the
+// graph of short edges (strongly connected, no short edge leaving them),
+// each alone and all together; the one that leaves the most loaded worker
+// the least wins (ties: the first in cluster order). The result depends
+// only on the topology and the costs; nil when no threshold has a trailer
+// that is not every cluster.
+func trailCut(s *Simulation, n int, cost func(cl int) int64) [][]int {
+	ncl := len(s.plan.clusters)
+	if n < 2 || ncl < 2 {
+		return nil
+	}
+	var total int64
+	for cl := range ncl {
+		total += cost(cl)
+	}
+	for t := s.lookahead; t > 1; t-- {
+		succ := make([][]int, ncl)
+		for _, l := range s.plan.links {
+			if l.minDelay < t {
+				succ[l.from] = append(succ[l.from], l.to)
+			}
+		}
+		comp, ncomp := components(succ)
+		load := make([]int64, ncomp)
+		sink := make([]bool, ncomp)
+		for i := range sink {
+			sink[i] = true
+		}
+		for cl := range ncl {
+			load[comp[cl]] += cost(cl)
+			for _, to := range succ[cl] {
+				if comp[to] != comp[cl] {
+					sink[comp[cl]] = false
+				}
+			}
+		}
+		best, bestMost := -1, int64(0) // -1: none; ncomp: every sink together
+		var sinks int64
+		for c := range ncomp {
+			if !sink[c] {
+				continue
+			}
+			sinks += load[c]
+			if most := max(load[c], total-load[c]); load[c] < total && (best < 0 || most < bestMost) {
+				best, bestMost = c, most
+			}
+		}
+		if most := max(sinks, total-sinks); sinks < total && best >= 0 && most < bestMost {
+			best = ncomp
+		}
+		if best < 0 {
+			continue
+		}
+		part := make([][]int, 2)
+		for cl := range ncl {
+			if c := comp[cl]; c == best || best == ncomp && sink[c] {
+				part[1] = append(part[1], cl)
+			} else {
+				part[0] = append(part[0], cl)
+			}
+		}
+		if len(part[0]) > 0 {
+			return part
+		}
+	}
+	return nil
+}
+
+// components returns the strongly connected components of the graph
+// (Tarjan's algorithm, iterative): each vertex's component and how many
+// there are.
+func components(succ [][]int) (comp []int, n int) {
+	nv := len(succ)
+	comp = make([]int, nv)
+	index := make([]int, nv) // 0: unvisited; else visit order + 1
+	low := make([]int, nv)
+	onStack := make([]bool, nv)
+	var stack []int
+	type frame struct{ v, next int }
+	var calls []frame
+	visited := 0
+	for root := range nv {
+		if index[root] != 0 {
+			continue
+		}
+		calls = append(calls, frame{root, 0})
+		for len(calls) > 0 {
+			f := &calls[len(calls)-1]
+			v := f.v
+			if f.next == 0 {
+				visited++
+				index[v], low[v] = visited, visited
+				stack = append(stack, v)
+				onStack[v] = true
+			}
+			if f.next < len(succ[v]) {
+				w := succ[v][f.next]
+				f.next++
+				if index[w] == 0 {
+					calls = append(calls, frame{w, 0})
+				} else if onStack[w] {
+					low[v] = min(low[v], index[w])
+				}
+				continue
+			}
+			calls = calls[:len(calls)-1]
+			if len(calls) > 0 {
+				u := calls[len(calls)-1].v
+				low[u] = min(low[u], low[v])
+			}
+			if low[v] == index[v] {
+				for {
+					w := stack[len(stack)-1]
+					stack = stack[:len(stack)-1]
+					onStack[w] = false
+					comp[w] = n
+					if w == v {
+						break
+					}
+				}
+				n++
+			}
+		}
+	}
+	return comp, n
 }
 
 // clampCost bounds a cluster's cost in cutPartition, in medians.
@@ -333,15 +504,34 @@ func (w *laWorker) loop(start uint64) {
 		if c >= e.stopAt.Load() { // after the waits: see laEngine
 			return
 		}
-		w.st.OnWork() // every cycle, as the barrier engine's workers: it keeps the level up
+		if w.waited || c%wakeEvery == 0 {
+			w.st.OnWork() // ends the wait's streak; now and then, keeps the level up
+			w.waited = false
+		}
 		if !w.tick(c) {
 			return // nothing of the worker runs after its panic
 		}
 		w.cycles++
-		w.progress.Store(c + 1)
-		e.m.Wake() // after the store: the Dekker handshake of package pressure
+		ringbuf.StoreRelease(&w.progress, c+1)
+		if c%wakeEvery == 0 {
+			e.m.Wake() // after the store: the Dekker handshake of package pressure
+		} else {
+			e.m.WakeIfParked()
+		}
 	}
 }
+
+// wakeEvery is how often, in cycles, a worker that does not wait calls
+// Wake after its progress store (and OnWork before its cycle); in the
+// other cycles it calls WakeIfParked, which has no fence. Wake every cycle
+// cost the CPU pipeline's leading worker about 100 ns: its fence waits for
+// the store to leave the core, and the progress line is in the trailing
+// worker's cache, which polls it. A worker parked waiting for this one's
+// progress is woken by the next WakeIfParked that sees its announcement,
+// and at the latest by the next Wake: wakeEvery cycles later, or when this
+// one waits itself (await calls Wake first), or leaves. So no wakeup is
+// lost, and no two workers can park waiting for each other.
+const wakeEvery = 8
 
 // await waits until d's worker may be depended on for cycle c, or the
 // stop makes c not run.
@@ -351,6 +541,8 @@ func (w *laWorker) await(d *laDep, c uint64) {
 		return
 	}
 	w.syncs++
+	w.waited = true
+	w.e.m.Wake() // before waiting: see wakeEvery
 	for {
 		d.seen = d.w.progress.Load()
 		if d.seen >= need || w.e.stopAt.Load() <= c {
@@ -382,6 +574,7 @@ func (w *laWorker) tick(c uint64) (ok bool) {
 func (u *unitState) await(p *atomic.Uint64, next uint64) {
 	w := u.lw
 	w.tickWaits++
+	w.e.m.Wake() // before waiting: see wakeEvery
 	for p.Load() < next {
 		w.st.OnEmpty()
 	}

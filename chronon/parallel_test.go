@@ -444,3 +444,61 @@ func (b *busy) Tick() {
 	for t0 := time.Now(); time.Since(t0) < b.d; {
 	}
 }
+
+// TestLookaheadTrailingCut: a ring of 12 units, and a ring of 4 that it
+// feeds by a delay-1 edge and that feeds it back by a delay-6 edge. No cut
+// has long edges both ways, so the lookahead engine puts the 4 on a worker
+// that trails the other (trailCut): the leader depends on it with lag 6,
+// it on the leader with lag 1. The states match the sequential engine's
+// with 2, 3 and 8 workers, and the leader loads the trailer's progress
+// in fewer than one cycle in 4.
+func TestLookaheadTrailingCut(t *testing.T) {
+	n := uint64(3000)
+	if raceEnabled {
+		n = 600
+	}
+	build := func() *chronon.Simulation {
+		s := chronon.New(chronon.WithMaxLookahead(8))
+		us := make([]*worker64, 16)
+		for i := range us {
+			us[i] = &worker64{state: uint64(i) + 1, work: 10}
+			require.NoError(t, s.Add(fmt.Sprintf("u%d", i), us[i]))
+		}
+		link := func(from, to, delay int) {
+			require.NoError(t, chronon.Connect(&us[from].OutS, &us[to].InS, chronon.Delay(delay), chronon.Capacity(8)))
+		}
+		for i := range 12 {
+			link(i, (i+1)%12, 1)
+		}
+		for i := range 4 {
+			link(12+i, 12+(i+1)%4, 1)
+		}
+		link(5, 12, 1)
+		link(14, 0, 6)
+		require.NoError(t, s.Build())
+		return s
+	}
+	state := func(w int) []uint64 {
+		s := build()
+		s.SetParallelThreshold(0)
+		require.NoError(t, s.SetWorkers(w))
+		require.NoError(t, s.Run(n))
+		if w > 1 {
+			require.Equal(t, []uint64{6, 1}, chronon.LookaheadLags(s))
+			cycles, syncs, _, ok := chronon.LookaheadStats(s)
+			require.True(t, ok)
+			require.Equal(t, 2*n, cycles)
+			t.Logf("%d workers: %.3f syncs per worker and cycle", w, float64(syncs)/float64(cycles))
+		}
+		var out []uint64
+		for _, name := range s.Units() {
+			u, _ := s.Unit(name)
+			out = append(out, u.(*worker64).state)
+		}
+		return out
+	}
+	want := state(1)
+	for _, w := range []int{2, 3, 8} {
+		require.Equal(t, want, state(w), "%d workers", w)
+	}
+}

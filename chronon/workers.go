@@ -51,9 +51,11 @@ type parallelEngine interface {
 
 // newParallel returns the parallel engine for the simulation's lookahead,
 // its clusters partitioned over at most n workers by cost. The lookahead
-// engine pays off only if every worker may run ahead of every other by two
-// cycles or more: where two workers are joined by a delay-1 edge they
-// synchronize every cycle anyway, and the barrier engine then does better,
+// engine pays off only if every two workers may drift a cycle or more
+// apart (drifts: long delays both ways, or one worker trailing another
+// whose edges back to it are long): where two workers are joined by delay-1
+// edges both ways they synchronize every cycle anyway, and the barrier
+// engine then does better,
 // since its workers claim each other's clusters when the host deschedules
 // one (measured on the CPU pipeline under load: 0.7-1.2 us a cycle against
 // 2.3-4.3 us). Both engines follow the same stop rules, so the choice
@@ -67,7 +69,7 @@ func (s *Simulation) newParallel(n int, cost func(cl int) int64) parallelEngine 
 		// engine's (sleep_engine.go) keeps the results.
 		s.info("chronon: lockstep engine", "lookahead", s.lookahead, "reason", "sleeping units or clocks")
 	} else if s.lookahead > 1 {
-		if part := cutPartition(s, n, cost); minLag(s, part) > 1 {
+		if part := cutPartition(s, n, cost); drifts(s, part) {
 			return newLookahead(s, part)
 		}
 	}

@@ -145,6 +145,21 @@ func (m *Manager) Wake() {
 	m.unparkParked()
 }
 
+// WakeIfParked is Wake when a stage has announced a park; otherwise it is
+// one atomic load of a word written only when a stage parks or wakes, with
+// no fence and no effect on the level. Without the fence it may miss a park
+// announced while the caller published, so a caller that uses it after a
+// publication must still call Wake itself later: before it waits for
+// another stage, when it stops, and every so often. A stage parked in that
+// window then wakes at the latest at that Wake. For a publisher that
+// publishes often while its consumers rarely park, it saves Wake's fence
+// on most publications.
+func (m *Manager) WakeIfParked() {
+	if m.parked.Load() != 0 {
+		m.Wake()
+	}
+}
+
 // raise moves the level to High. The goroutine whose compare-and-swap takes
 // the level out of Idle sends every stage a wake token and reports true.
 func (m *Manager) raise() bool {

@@ -411,6 +411,9 @@ func TestParkWithoutSlot(t *testing.T) {
 			assert.Equal(t, High, m.Level(), "a park without a slot leaves the level alone")
 			assert.Equal(t, int32(1), m.parked.Load())
 
+			m.WakeIfParked()
+			assert.Len(t, idle.wake, 1, "WakeIfParked unparks an announced stage")
+			<-idle.wake
 			m.Wake()
 			assert.Len(t, idle.wake, 1, "Wake at High unparks an announced stage")
 			assert.Len(t, st[0].wake, 0)
@@ -452,6 +455,11 @@ func TestParkWithoutSlot(t *testing.T) {
 			idle.OnWork()
 			assert.False(t, idle.parking.Load())
 			assert.Zero(t, m.parked.Load())
+			m.state.Store(m.state.Load()&^levelMask | uint32(Low))
+			tokens := len(st[0].wake) + len(st[1].wake) + len(st[2].wake)
+			m.WakeIfParked()
+			assert.Equal(t, Low, m.Level(), "WakeIfParked without a park announced changes nothing")
+			assert.Equal(t, tokens, len(st[0].wake)+len(st[1].wake)+len(st[2].wake))
 
 			// Every stage announcing means nobody has work: Idle.
 			for _, x := range st {

@@ -56,8 +56,9 @@ func withLookahead(src []byte, la int) []byte {
 // TestLookaheadMatchesSequential is TestParallelMatchesSequential with a
 // lookahead of 4: the parallel engine against the sequential engine with
 // the same lookahead (the run ends 3 cycles after the commit target). The
-// pipeline's delay-1 feedback keeps every worker within a cycle of the
-// others, so the barrier engine runs it (see Simulation.newParallel).
+// pipeline's delay-1 feedback leaves one cut with slack: the L2, whose
+// responses take 10 cycles, on a worker that trails the rest by up to 3
+// cycles (trailCut).
 func TestLookaheadMatchesSequential(t *testing.T) {
 	src := withLookahead(small(20000), 4)
 	want := runWorkers(t, src, 1)
@@ -72,15 +73,26 @@ func TestLookaheadMatchesSequential(t *testing.T) {
 // BenchmarkPipelineWorkers runs the reference pipeline with 1 (the
 // sequential engine), 2 and 8 workers, as configured (the calibration keeps
 // the sequential engine: a cycle is under the threshold), and with 2
-// and 8 workers forced parallel.
+// and 8 workers forced parallel; and, with a lookahead of 10 (stops 9
+// cycles late, so a different model's results), sequentially and forced
+// onto 2 workers, where the L2 trails the rest (see trailCut).
 func BenchmarkPipelineWorkers(b *testing.B) {
-	for _, w := range []int{1, 2, 8, -2, -8} {
+	for _, w := range []int{1, 2, 8, -2, -8, 101, -102} {
 		name := fmt.Sprintf("workers=%d", w)
-		if w < 0 {
+		src := small(0)
+		switch {
+		case w > 100 || w < -100:
+			w = w % 100
+			name = fmt.Sprintf("workers=%d-lookahead10", max(w, -w))
+			if w < 0 {
+				name = fmt.Sprintf("workers=%d-forced-lookahead10", -w)
+			}
+			src = withLookahead(src, 10)
+		case w < 0:
 			name = fmt.Sprintf("workers=%d-forced", -w)
 		}
 		b.Run(name, func(b *testing.B) {
-			s, _, _, err := cpupipeline.Load(small(0))
+			s, _, _, err := cpupipeline.Load(src)
 			require.NoError(b, err)
 			n := w
 			if w < 0 {
