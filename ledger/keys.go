@@ -16,7 +16,9 @@ import "encoding/binary"
 //	"D" + first tx id        durable idempotency index: a run of (tx id, user ref) (refindex.go)
 //	"F"                      first tx whose ref the index holds, if it was on ever since (u64 + CRC32C)
 //	"R" + Unix ns            a truncation by ledger recover (truncate.go)
-//	"T", "t", "P", "h", "p", "I"  the history and query indexes (historyindex.go)
+//	"z", "t", "P", "h", "p", "I"  the history and query indexes (historyindex.go; in their own
+//	                         store, index/, and in this one only before it: dropLegacyIndex; "T"
+//	                         held the blocks before "z")
 //
 // TestKeyPrefixesDistinct checks that no two of these share a byte.
 const (
