@@ -22,7 +22,7 @@ import (
 // that point into them (catchUpIndex) or cuts what a torn tail took away
 // (cutIndex). Keys (ids big-endian, so that byte order is id order):
 //
-//	"T" + first tx id               block: up to blockMax consecutive transactions, all kinds and
+//	"z" + first tx id               block: up to blockMax consecutive transactions, all kinds and
 //	                                outcomes, as one WAL batch encoding plus the offset of each
 //	"t" + last ts + first tx id     finds blocks by timestamp (the value: an empty sealed record)
 //	"P" + field + value + first tx  posting: which transfers of block first have field = value
@@ -36,8 +36,16 @@ import (
 // A posting value is 16 bytes (a u32 ledger or u16 code big-endian in the
 // last bytes, a user_data as two u64), so every field's keys sort by value,
 // then by id.
+//
+// The blocks, nearly all of the index's bytes, sort after every other
+// index key: pebble then cuts each flush's output into a file of the other
+// keys and files of blocks alone, which later flushes never overlap (block
+// ids ascend), so compactions move the blocks' files down the levels
+// instead of rewriting them. Under "T", between the postings and the time
+// keys, every flushed file spanned the blocks of later flushes.
 const (
-	prefixBlock       = 'T'
+	prefixBlock       = 'z'
+	prefixBlockBefore = 'T' // the blocks of builds before: such an index is rebuilt (historyrecovery.go)
 	prefixBlockTime   = 't'
 	prefixTxPosting   = 'P'
 	prefixHistory     = 'h'

@@ -10,8 +10,9 @@ import (
 	"github.com/lanework/lanework/ledger/internal/wal"
 )
 
-// indexPrefixes are the prefixes of every index key (historyindex.go).
-var indexPrefixes = [...]byte{prefixBlock, prefixBlockTime, prefixTxPosting, prefixHistory, prefixAcctPosting}
+// indexPrefixes are the prefixes of every index key (historyindex.go),
+// the blocks of builds before included: range deletions drop those too.
+var indexPrefixes = [...]byte{prefixBlock, prefixBlockTime, prefixTxPosting, prefixHistory, prefixAcctPosting, prefixBlockBefore}
 
 // catchUpStats is what Open did to bring the index to the recovered state.
 type catchUpStats struct {
@@ -102,13 +103,18 @@ func followerWALFloor(cfg *Config) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	_, last, ok, err := readIndexState(ixdb)
+	before, err := blocksBefore(ixdb)
+	var last uint64
+	var ok bool
+	if err == nil {
+		_, last, ok, err = readIndexState(ixdb)
+	}
 	if cerr := ixdb.Close(); err == nil {
 		err = cerr
 	}
 	var ce *CorruptError
-	if errors.As(err, &ce) || !ok {
-		return 1, nil // the catch-up rebuilds a damaged index from the first transaction
+	if errors.As(err, &ce) || !ok || before {
+		return 1, nil // the catch-up rebuilds a damaged index, or one of builds before, from the first transaction
 	}
 	if err != nil {
 		return 0, err
@@ -118,6 +124,14 @@ func followerWALFloor(cfg *Config) (uint64, error) {
 
 // bringUp brings the index to rs.last from the state it finds.
 func (ix *indexWriter) bringUp(cfg *Config, rs *recovered, cs *catchUpStats) error {
+	before, err := blocksBefore(ix.db)
+	if err != nil {
+		return err
+	}
+	if before {
+		log.Printf("ledger: %s: the history index keeps its blocks under %q, as builds before this one did: rebuilding it from the WAL", cfg.Dir, prefixBlockBefore)
+		return ix.rebuild(cfg, rs, cs)
+	}
 	from, last, ok, err := readIndexState(ix.db)
 	if err != nil {
 		return err
@@ -139,6 +153,19 @@ func (ix *indexWriter) bringUp(cfg *Config, rs *recovered, cs *catchUpStats) err
 		return err
 	}
 	return ix.commit()
+}
+
+// blocksBefore reports whether the index's store holds blocks under the
+// prefix of builds before (prefixBlockBefore). Such an index's postings and
+// time keys name blocks this build does not read, and its mark (the last
+// block's end) is not found: it is rebuilt.
+func blocksBefore(db *pebble.DB) (bool, error) {
+	it, err := prefixIter(db, prefixBlockBefore)
+	if err != nil {
+		return false, err
+	}
+	found := it.First()
+	return found, errors.Join(it.Error(), it.Close())
 }
 
 // rebuild drops every index key and builds the index from the first

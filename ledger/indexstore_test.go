@@ -72,6 +72,55 @@ func TestIndexLegacyLayout(t *testing.T) {
 	})
 }
 
+// TestIndexBlocksBefore: an index store written by a build that kept its
+// blocks under "T" (their postings and time keys name blocks this build
+// does not read) is rebuilt from the WAL at Open: every read is right, no
+// "T" key is left, and the mark is the last transaction.
+func TestIndexBlocksBefore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 19))
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, SnapshotEvery: 200, Index: true}
+	l, err := Open(cfg)
+	require.NoError(t, err)
+	_, all := histRounds(t, l, rng, 8, 50)
+	require.NoError(t, l.Close())
+
+	// The same index with its blocks where the build before kept them.
+	moved := 0
+	withIndexDB(t, cfg.Dir, func(db *pebble.DB) {
+		it, err := prefixIter(db, prefixBlock)
+		require.NoError(t, err)
+		b := db.NewBatch()
+		for ok := it.First(); ok; ok = it.Next() {
+			k := append([]byte{prefixBlockBefore}, it.Key()[1:]...)
+			require.NoError(t, b.Set(k, it.Value(), nil))
+			require.NoError(t, b.Delete(it.Key(), nil))
+			moved++
+		}
+		require.NoError(t, it.Error())
+		require.NoError(t, it.Close())
+		require.NoError(t, b.Commit(pebble.NoSync)) // withIndexDB flushes
+	})
+	require.Positive(t, moved)
+	floor, err := followerWALFloor(&Config{Dir: cfg.Dir, FS: vfs.Default})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, floor, "a follower must keep the WAL the rebuild reads")
+
+	l, err = Open(cfg)
+	require.NoError(t, err)
+	require.EqualValues(t, len(all), l.IndexStats().CaughtUp, "not rebuilt from the first transaction")
+	checkIndex(t, l, newHistModel(all), rng)
+	require.NoError(t, l.Close())
+	withIndexDB(t, cfg.Dir, func(db *pebble.DB) {
+		before, err := blocksBefore(db)
+		require.NoError(t, err)
+		require.False(t, before, "blocks under the prefix before are left")
+		_, last, ok, err := readIndexState(db)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.EqualValues(t, len(all), last)
+	})
+}
+
 // TestIndexStoreOutlivesRetention: the index's store has no log, so a
 // power cut loses what it had not flushed. Retention must not remove the
 // WAL that the catch-up then needs: after a cut with every unsynced byte

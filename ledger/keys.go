@@ -16,7 +16,9 @@ import "encoding/binary"
 //	"D" + first tx id        durable idempotency index: a run of (tx id, user ref) (refindex.go)
 //	"F"                      first tx whose ref the index holds, if it was on ever since (u64 + CRC32C)
 //	"R" + Unix ns            a truncation by ledger recover (truncate.go)
-//	"T", "t", "P", "h", "p", "I"  the history and query indexes (historyindex.go)
+//	"z", "t", "P", "h", "p", "I"  the history and query indexes (historyindex.go), in their own
+//	                         store, index/; here only in a directory from before it (dropLegacyIndex),
+//	                         whose blocks are "T", as builds before "z" wrote them
 //
 // TestKeyPrefixesDistinct checks that no two of these share a byte.
 const (

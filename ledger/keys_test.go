@@ -10,7 +10,7 @@ func TestKeyPrefixesDistinct(t *testing.T) {
 		"meta": prefixMeta, "account": prefixAccount, "newest": prefixNewest, "oldest": prefixOldest,
 		"hash": prefixHash, "wal": prefixWAL, "snapshot": prefixSnapshot, "chunk": prefixChunk,
 		"dedup": prefixDedup, "dedup from": prefixDedupFrom, "truncation": prefixTruncation,
-		"block": prefixBlock, "block time": prefixBlockTime, "transfer posting": prefixTxPosting,
+		"block": prefixBlock, "block before": prefixBlockBefore, "block time": prefixBlockTime, "transfer posting": prefixTxPosting,
 		"history": prefixHistory, "account posting": prefixAcctPosting, "index state": prefixIndexState,
 	}
 	seen := map[byte]string{}

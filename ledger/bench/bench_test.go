@@ -39,7 +39,7 @@ func TestHarnessShort(t *testing.T) {
 }
 
 // TestHarnessIndex: the ledger the harness runs writes the query index's
-// transfer blocks ("T" keys, in the index's own store, index/) only with
+// transfer blocks ("z" keys, in the index's own store, index/) only with
 // Index.
 func TestHarnessIndex(t *testing.T) {
 	blocks := func(dir string) int {
@@ -50,7 +50,7 @@ func TestHarnessIndex(t *testing.T) {
 		db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true})
 		require.NoError(t, err)
 		defer db.Close()
-		it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{'T'}, UpperBound: []byte{'T' + 1}})
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{'z'}, UpperBound: []byte{'z' + 1}})
 		require.NoError(t, err)
 		defer it.Close()
 		n := 0
