@@ -278,74 +278,6 @@ func readSnapshot(db *pebble.DB, maxAccounts, id uint64, val []byte, put func(fi
 	return info, nil
 }
 
-// replayWAL scans the WAL (wal.Scan's rules) and replays every batch after
-// rs.last. It reads only.
-func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
-	bounds, err := readBounds(db)
-	if err != nil {
-		return err
-	}
-	var seq uint64 // the segment being read
-	// Every segment is read in full, below the snapshot too: the same
-	// rules as Verify, whatever the snapshot covers.
-	res, err := wal.Scan(walOptions(cfg, nil, nil), bounds, 0, func(seg wal.Segment, off int64, p []byte) error {
-		b, err := parseBatch(p) // Scan verified its checksum
-		if err != nil {
-			return err
-		}
-		if seg.Seq != seq {
-			// The chain continues from what the segment's creation
-			// recorded: past the batches retention removed.
-			seq = seg.Seq
-			if h, ok, err := segmentHash(db, seq); err != nil {
-				return err
-			} else if ok {
-				rs.hash = h
-			}
-		}
-		rs.hash = chainBatch(rs.hash, p) // replicate.go
-		if b.last() <= rs.last {
-			return nil
-		}
-		if b.first > rs.last+1 {
-			return &CorruptError{File: walDir + "/" + seg.Name(), Offset: off, FirstTx: TxID(rs.last + 1), LastTx: TxID(b.first - 1), Reason: "transactions missing from the WAL"}
-		}
-		if err := replayBatch(&b, rs); err != nil {
-			var ce *CorruptError
-			if errors.As(err, &ce) {
-				return err // the snapshot's window does not replay
-			}
-			// The checksums held, so this is no torn write.
-			return &CorruptError{File: walDir + "/" + seg.Name(), Offset: off, FirstTx: TxID(b.first), LastTx: TxID(b.last()), Reason: err.Error()}
-		}
-		return nil
-	})
-	if err != nil {
-		return walError(err)
-	}
-	rs.segs, rs.torn, rs.unborn = res.Segments, tornTail(res.Torn), res.Unborn
-	if len(res.Segments) == 0 {
-		return nil
-	}
-	if tt := rs.torn; tt != nil && uint64(tt.LastKept) < rs.snapEnd {
-		// The snapshot proves the torn record was synced (its manifest was
-		// written after every transaction up to its TxEnd was durable):
-		// damage, not a torn write.
-		return &CorruptError{File: tt.File, Offset: tt.Offset, FirstTx: tt.LastKept + 1, LastTx: TxID(rs.snapEnd),
-			Reason: fmt.Sprintf("damaged record covered by snapshot %d, so not a torn write", rs.snapshot)}
-	}
-	if res.First > rs.last+1 {
-		return &CorruptError{File: walDir + "/" + res.Segments[0].Name(), FirstTx: TxID(rs.last + 1), LastTx: TxID(res.First - 1),
-			Reason: fmt.Sprintf("transactions missing from the WAL: it starts at tx %d, the snapshot ends at tx %d", res.First, rs.last)}
-	}
-	if res.Last < rs.last {
-		seg := res.Segments[len(res.Segments)-1]
-		return &CorruptError{File: walDir + "/" + seg.Name(), FirstTx: TxID(res.Last + 1), LastTx: TxID(rs.last),
-			Reason: fmt.Sprintf("the WAL ends at tx %d, before snapshot %d", res.Last, rs.snapshot)}
-	}
-	return nil
-}
-
 // replayBatch applies the transactions of b after rs.last. Outside the
 // snapshot's window it checks every entry before changing rs, per
 // transaction; inside it, an error (always fatal) may leave rs half changed.
@@ -371,19 +303,28 @@ func replayBatch(b *batchReader, rs *recovered) error {
 			}
 			n++
 		}
-		if n > 0 {
-			rs.lastTs = txs[n-1].ts
-		}
-		rs.touchReplay(txs[:n])
-		for i := range txs[:n] {
-			if err := replayTx(&txs[i], rs); err != nil {
-				return err
-			}
+		if err := rs.applyGroup(txs[:n]); err != nil {
+			return err
 		}
 		if derr != nil || n < len(txs) {
 			return derr
 		}
 	}
+}
+
+// applyGroup touches what txs will read, then replays them in order.
+func (rs *recovered) applyGroup(txs []walTx) error {
+	if len(txs) == 0 {
+		return nil
+	}
+	rs.lastTs = txs[len(txs)-1].ts
+	rs.touchReplay(txs)
+	for i := range txs {
+		if err := replayTx(&txs[i], rs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // touchReplay loads what replayTx will read for txs, in the two rounds of
