@@ -17,6 +17,7 @@ type recovered struct {
 	snapshot uint64         // tx id S0 of the snapshot loaded (0 if none)
 	snapEnd  uint64         // its TxEnd S1: the WAL replays it exactly from there on
 	bal      []atomic.Int64 // cells after last: they become the readable cells
+	work     []int64        // zero: the Transactor's working cells (newWork)
 	accts    *accountTable  // accounts after last: the Transactor's table
 	book     *pendingBook   // pending transfers after last: the Transactor's book
 	closed   closedBits     // accounts closed by a closing transfer after last: the readable ones
@@ -82,8 +83,14 @@ type recoveryInfo struct {
 // checks that each such account's chunk value was one of its balances in the
 // window and that the balances sum to zero after S1.
 func recoverState(db *pebble.DB, cfg *Config) (*recovered, error) {
-	rs := &recovered{snapAccounts: 1, bal: newCells(cfg.MaxAccounts), accts: newAccountTable(cfg.MaxAccounts), dedup: newDedup(cfg.DedupWindow),
-		book: newPendingBook(fateRetentionOf(cfg)), closed: newClosedBits(cfg.MaxAccounts)}
+	return recoverStateIn(db, cfg, newRecoveryMem(cfg.MaxAccounts))
+}
+
+// recoverStateIn is recoverState in mem, allocated for cfg.MaxAccounts
+// and not used before.
+func recoverStateIn(db *pebble.DB, cfg *Config, mem *recoveryMem) (*recovered, error) {
+	rs := &recovered{snapAccounts: 1, bal: mem.bal, accts: mem.accts, dedup: newDedup(cfg.DedupWindow),
+		book: newPendingBook(fateRetentionOf(cfg)), closed: mem.closed, work: mem.work}
 	if err := loadNewestSnapshot(db, cfg, rs); err != nil {
 		return nil, err
 	}
@@ -136,7 +143,7 @@ func loadNewestSnapshot(db *pebble.DB, cfg *Config, rs *recovered) error {
 		if !ok {
 			continue
 		}
-		accts := newAccountTable(cfg.MaxAccounts)
+		accts := rs.accts // empty: a failed snapshot's is replaced below
 		info, err := readSnapshot(db, cfg.MaxAccounts, id, it.Value(), put, func(m acctMeta) error { return insertRecovered(accts, m) })
 		if err == nil {
 			if info.book == nil {
@@ -172,6 +179,9 @@ func loadNewestSnapshot(db *pebble.DB, cfg *Config, rs *recovered) error {
 		// and without one the replay starts from zero.
 		for i := range rs.bal {
 			rs.bal[i].Store(0)
+		}
+		if accts.n != 1 {
+			rs.accts = newAccountTable(cfg.MaxAccounts)
 		}
 	}
 	return it.Error()
