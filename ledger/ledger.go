@@ -175,6 +175,10 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 		if err == nil && m != nil {
 			rs, err = recoverStateIn(ro, &cfg, mem)
 		}
+		if err == nil && rs != nil && !mode.follower {
+			rs.workc = copyWorkAhead(cfg.MaxAccounts, rs)
+			defer rs.workc.wait() // on every path: the goroutine ends within Open
+		}
 		if err == nil && cfg.DedupRetention > 0 {
 			runs, err = readRuns(ro)
 		}
@@ -340,7 +344,11 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 		go l.sweepFns()
 		return l, nil
 	}
-	x := &executor{work: newWork(rs.work, cfg.MaxAccounts, rs.accts.n, l.readable), accts: l.accts, dedup: rs.dedup, maxEntries: cfg.MaxEntries,
+	work := rs.workc.wait()
+	if work == nil {
+		work = newWork(rs.work, cfg.MaxAccounts, rs.accts.n, l.readable)
+	}
+	x := &executor{work: work, accts: l.accts, dedup: rs.dedup, maxEntries: cfg.MaxEntries,
 		book: rs.book}
 	l.wg.Add(4)
 	go l.runTransactor(st[0], x)

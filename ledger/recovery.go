@@ -18,6 +18,7 @@ type recovered struct {
 	snapEnd  uint64         // its TxEnd S1: the WAL replays it exactly from there on
 	bal      []atomic.Int64 // cells after last: they become the readable cells
 	work     []int64        // zero: the Transactor's working cells (newWork)
+	workc    *workCopy      // the working cells being loaded, if Open started it
 	accts    *accountTable  // accounts after last: the Transactor's table
 	book     *pendingBook   // pending transfers after last: the Transactor's book
 	closed   closedBits     // accounts closed by a closing transfer after last: the readable ones

@@ -36,3 +36,33 @@ func newWorkCells(maxAccounts uint64) []int64 {
 	adviseHuge(unsafe.Pointer(&w[0]), uintptr(len(w))*8)
 	return w
 }
+
+// workCopy is newWork run on a goroutine of its own once the recovery is
+// final: copying the cells (32 MB for 1M accounts, bound by memory
+// bandwidth) overlaps the rest of Open (pebble's read-write open, the
+// account records' check), and the Transactor's start waits for it.
+type workCopy struct {
+	done chan struct{}
+	w    []int64
+}
+
+func copyWorkAhead(maxAccounts uint64, rs *recovered) *workCopy {
+	c := &workCopy{done: make(chan struct{})}
+	// Nothing writes rs.bal or rs.accts.n from here on (the replay is
+	// done, and the stages have not started).
+	n, work := rs.accts.n, rs.work
+	go func() {
+		defer close(c.done)
+		c.w = newWork(work, maxAccounts, n, rs.bal)
+	}()
+	return c
+}
+
+// wait returns the working cells; nil-safe (no copy ahead: nil).
+func (c *workCopy) wait() []int64 {
+	if c == nil {
+		return nil
+	}
+	<-c.done
+	return c.w
+}
