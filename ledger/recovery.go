@@ -591,10 +591,8 @@ func accountRecordsHold(db *pebble.DB, t *accountTable, from uint64) (bool, erro
 			return false, nil // the rewrite replaces it
 		}
 		end = first + uint64(len(b)/accountLen)
-		for s := max(first, from); s < min(end, t.n); s++ {
-			if decodeAccount(b[(s-first)*accountLen:]) != t.meta[s] {
-				return false, nil
-			}
+		if lo, hi := max(first, from), min(end, t.n); lo < hi && !accountsEqual(b[(lo-first)*accountLen:(hi-first)*accountLen], t.meta[lo:hi]) {
+			return false, nil
 		}
 	}
 	if err := it.Error(); err != nil {
