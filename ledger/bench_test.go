@@ -337,7 +337,7 @@ func BenchmarkExecutePendingPost(b *testing.B) {
 	for a := uint64(1); a < accounts; a++ {
 		accts.insert(acctMeta{id: a, ledger: 1})
 	}
-	x := &executor{work: newWork(nil, accounts, 0, nil), accts: accts, dedup: newDedup(DefaultDedupWindow),
+	x := &executor{work: newWork(accounts, 0, nil), accts: accts, dedup: newDedup(DefaultDedupWindow),
 		maxEntries: DefaultMaxEntries, book: newPendingBook(fateRetention{txs: lag})}
 	rng := rand.New(rand.NewPCG(1, 1))
 	reqs := make([]request, 1<<20)
@@ -393,7 +393,7 @@ func benchExecute(b *testing.B, d *dedup, refs bool) {
 	for a := uint64(1); a < accounts; a++ {
 		accts.insert(acctMeta{id: a, ledger: 1, flags: DebitsMustNotExceedCredits}) // as every account was before: no debit below zero
 	}
-	x := &executor{work: newWork(nil, accounts, 0, nil), accts: accts, dedup: d, maxEntries: DefaultMaxEntries}
+	x := &executor{work: newWork(accounts, 0, nil), accts: accts, dedup: d, maxEntries: DefaultMaxEntries}
 	ops := benchOps(1<<20, accounts)
 	reqs := make([]request, len(ops))
 	for i, op := range ops {

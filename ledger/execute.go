@@ -32,13 +32,10 @@ type executor struct {
 	sink       int64 // keeps touch's loads
 }
 
-// newWork returns the working cells of maxAccounts slots (w, zero, if it
-// is not nil), the first n loaded from the readable cells (the recovered
-// state; the rest are 0).
-func newWork(w []int64, maxAccounts, n uint64, readable []atomic.Int64) []int64 {
-	if w == nil {
-		w = newWorkCells(maxAccounts)
-	}
+// newWork returns the working cells of maxAccounts slots, the first n
+// loaded from the readable cells (the recovered state; the rest are 0).
+func newWork(maxAccounts, n uint64, readable []atomic.Int64) []int64 {
+	w := newWorkCells(maxAccounts)
 	// One copy, not an atomic load per cell (a tenth of an Open that
 	// replays 1M accounts): the stages have not started, so nothing
 	// writes the readable cells, and their writer (the replay, or a

@@ -346,7 +346,7 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 	}
 	work := rs.workc.wait()
 	if work == nil {
-		work = newWork(rs.work, cfg.MaxAccounts, rs.accts.n, l.readable)
+		work = newWork(cfg.MaxAccounts, rs.accts.n, l.readable)
 	}
 	x := &executor{work: work, accts: l.accts, dedup: rs.dedup, maxEntries: cfg.MaxEntries,
 		book: rs.book}

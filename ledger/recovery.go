@@ -17,7 +17,6 @@ type recovered struct {
 	snapshot uint64         // tx id S0 of the snapshot loaded (0 if none)
 	snapEnd  uint64         // its TxEnd S1: the WAL replays it exactly from there on
 	bal      []atomic.Int64 // cells after last: they become the readable cells
-	work     []int64        // zero: the Transactor's working cells (newWork)
 	workc    *workCopy      // the working cells being loaded, if Open started it
 	accts    *accountTable  // accounts after last: the Transactor's table
 	book     *pendingBook   // pending transfers after last: the Transactor's book
@@ -91,7 +90,7 @@ func recoverState(db *pebble.DB, cfg *Config) (*recovered, error) {
 // and not used before.
 func recoverStateIn(db *pebble.DB, cfg *Config, mem *recoveryMem) (*recovered, error) {
 	rs := &recovered{snapAccounts: 1, bal: mem.bal, accts: mem.accts, dedup: newDedup(cfg.DedupWindow),
-		book: newPendingBook(fateRetentionOf(cfg)), closed: mem.closed, work: mem.work}
+		book: newPendingBook(fateRetentionOf(cfg)), closed: mem.closed}
 	if err := loadNewestSnapshot(db, cfg, rs); err != nil {
 		return nil, err
 	}

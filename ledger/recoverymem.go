@@ -6,17 +6,16 @@ import (
 )
 
 // recoveryMem is the memory a recovery fills (cells, account table, closed
-// bits) and the Transactor's working cells: a few hundred bytes per
-// account of MaxAccounts, zeroed by the allocator.
+// bits): a hundred-odd bytes per account of MaxAccounts, zeroed by the
+// allocator.
 type recoveryMem struct {
 	bal    []atomic.Int64
 	accts  *accountTable
 	closed closedBits
-	work   []int64
 }
 
 func newRecoveryMem(maxAccounts uint64) *recoveryMem {
-	return &recoveryMem{bal: newCells(maxAccounts), accts: newAccountTable(maxAccounts), closed: newClosedBits(maxAccounts), work: newWorkCells(maxAccounts)}
+	return &recoveryMem{bal: newCells(maxAccounts), accts: newAccountTable(maxAccounts), closed: newClosedBits(maxAccounts)}
 }
 
 // allocAhead allocates the recovery memory of maxAccounts on a goroutine
@@ -38,9 +37,10 @@ func newWorkCells(maxAccounts uint64) []int64 {
 }
 
 // workCopy is newWork run on a goroutine of its own once the recovery is
-// final: copying the cells (32 MB for 1M accounts, bound by memory
-// bandwidth) overlaps the rest of Open (pebble's read-write open, the
-// account records' check), and the Transactor's start waits for it.
+// final: allocating and filling the working cells (32 MB for 1M accounts,
+// bound by memory bandwidth) overlaps the rest of Open (pebble's
+// read-write open, the account records' check), and the Transactor's
+// start waits for it.
 type workCopy struct {
 	done chan struct{}
 	w    []int64
@@ -50,10 +50,10 @@ func copyWorkAhead(maxAccounts uint64, rs *recovered) *workCopy {
 	c := &workCopy{done: make(chan struct{})}
 	// Nothing writes rs.bal or rs.accts.n from here on (the replay is
 	// done, and the stages have not started).
-	n, work := rs.accts.n, rs.work
+	n := rs.accts.n
 	go func() {
 		defer close(c.done)
-		c.w = newWork(work, maxAccounts, n, rs.bal)
+		c.w = newWork(maxAccounts, n, rs.bal)
 	}()
 	return c
 }
