@@ -46,6 +46,7 @@ type recovered struct {
 	// replayBatch's scratch, kept across batches.
 	txs   *[touchAhead]walTx
 	cells [MaxLegs + 2*maxExpiryPerTx]uint64
+	hints [touchAhead][2]uint64 // touchReplay's slots for replayTx
 	op    bookOp
 	sink  uint64 // keeps touchReplay's loads
 	// lastTs is the timestamp of the last transaction replayBatch decoded.
@@ -330,7 +331,7 @@ func (rs *recovered) applyGroup(txs []walTx) error {
 	rs.lastTs = txs[len(txs)-1].ts
 	rs.touchReplay(txs)
 	for i := range txs {
-		if err := replayTx(&txs[i], rs); err != nil {
+		if err := replayTx(&txs[i], rs, &rs.hints[i]); err != nil {
 			return err
 		}
 	}
@@ -355,15 +356,23 @@ func (rs *recovered) touchReplay(txs []walTx) {
 	}
 	for i := range txs {
 		x := &txs[i]
+		h := &rs.hints[i]
+		*h = [2]uint64{}
 		for j := 0; j < x.n; j++ {
-			s += uint64(rs.bal[cellsPerAccount*t.peek(x.account(j))].Load())
+			sl, home := t.peekSlot(x.account(j))
+			if home && j < len(h) {
+				h[j] = sl + 1
+			}
+			s += uint64(rs.bal[cellsPerAccount*sl].Load())
 		}
 	}
 	rs.sink += s
 }
 
-// replayTx applies t if it follows rs.last (see replayBatch).
-func replayTx(t *walTx, rs *recovered) error {
+// replayTx applies t if it follows rs.last (see replayBatch). hint holds
+// the slots of its first two entries plus one, as the touch found them at
+// their homes (0: not found, look up): ids never move.
+func replayTx(t *walTx, rs *recovered, hint *[2]uint64) error {
 	if t.id <= rs.last {
 		return nil
 	}
@@ -378,9 +387,14 @@ func replayTx(t *walTx, rs *recovered) error {
 	cells := &rs.cells
 	for i := 0; i < t.n; i++ {
 		e := t.entry(i)
-		s, ok := rs.accts.slot(e.Account)
-		if !ok {
-			return fmt.Errorf("tx %d: account %d was never created", t.id, e.Account)
+		var s uint64
+		if i < len(hint) && hint[i] != 0 {
+			s = hint[i] - 1
+		} else {
+			var ok bool
+			if s, ok = rs.accts.slot(e.Account); !ok {
+				return fmt.Errorf("tx %d: account %d was never created", t.id, e.Account)
+			}
 		}
 		cells[i] = cell(s, e.Column)
 	}
