@@ -188,11 +188,17 @@ func (t *accountTable) slot(id uint64) (uint64, bool) {
 // peek returns id's slot if its entry is at its home, else 0: a guess
 // cheap enough for the Transactor's touch ahead of execute.
 func (t *accountTable) peek(id uint64) uint64 {
+	s, _ := t.peekSlot(id)
+	return s
+}
+
+// peekSlot returns id's slot and true if its entry is at its home.
+func (t *accountTable) peekSlot(id uint64) (uint64, bool) {
 	e := &t.index[t.home(id)]
 	if e.id.Load() != id {
-		return 0
+		return 0, false
 	}
-	return infoSlot(e.info.Load())
+	return infoSlot(e.info.Load()), true
 }
 
 // peekHome loads id's home entry (touch's first round).

@@ -160,7 +160,9 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 	}
 	// Everything that can refuse the directory runs on a read-only
 	// store, so that a refusal writes nothing.
+	memc := allocAhead(cfg.MaxAccounts)
 	ro, err := openChecked(cfg.FS, cfg.Dir)
+	mem := <-memc
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +173,11 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 	if ro != nil {
 		m, err = checkMeta(ro, &cfg)
 		if err == nil && m != nil {
-			rs, err = recoverState(ro, &cfg)
+			rs, err = recoverStateIn(ro, &cfg, mem)
+		}
+		if err == nil && rs != nil && !mode.follower {
+			rs.workc = copyWorkAhead(cfg.MaxAccounts, rs)
+			defer rs.workc.wait() // on every path: the goroutine ends within Open
 		}
 		if err == nil && cfg.DedupRetention > 0 {
 			runs, err = readRuns(ro)
@@ -197,7 +203,7 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 		err = writeMeta(db, &cfg, m.CreatedUnixNs)
 	}
 	if err == nil && rs == nil {
-		rs, err = recoverState(db, &cfg)
+		rs, err = recoverStateIn(db, &cfg, mem)
 	}
 	if err != nil {
 		db.Close()
@@ -338,7 +344,11 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 		go l.sweepFns()
 		return l, nil
 	}
-	x := &executor{work: newWork(cfg.MaxAccounts, rs.accts.n, l.readable), accts: l.accts, dedup: rs.dedup, maxEntries: cfg.MaxEntries,
+	work := rs.workc.wait()
+	if work == nil {
+		work = newWork(cfg.MaxAccounts, rs.accts.n, l.readable)
+	}
+	x := &executor{work: work, accts: l.accts, dedup: rs.dedup, maxEntries: cfg.MaxEntries,
 		book: rs.book}
 	l.wg.Add(4)
 	go l.runTransactor(st[0], x)

@@ -17,6 +17,7 @@ type recovered struct {
 	snapshot uint64         // tx id S0 of the snapshot loaded (0 if none)
 	snapEnd  uint64         // its TxEnd S1: the WAL replays it exactly from there on
 	bal      []atomic.Int64 // cells after last: they become the readable cells
+	workc    *workCopy      // the working cells being loaded, if Open started it
 	accts    *accountTable  // accounts after last: the Transactor's table
 	book     *pendingBook   // pending transfers after last: the Transactor's book
 	closed   closedBits     // accounts closed by a closing transfer after last: the readable ones
@@ -45,6 +46,7 @@ type recovered struct {
 	// replayBatch's scratch, kept across batches.
 	txs   *[touchAhead]walTx
 	cells [MaxLegs + 2*maxExpiryPerTx]uint64
+	hints [touchAhead][2]uint64 // touchReplay's slots for replayTx
 	op    bookOp
 	sink  uint64 // keeps touchReplay's loads
 	// lastTs is the timestamp of the last transaction replayBatch decoded.
@@ -82,8 +84,14 @@ type recoveryInfo struct {
 // checks that each such account's chunk value was one of its balances in the
 // window and that the balances sum to zero after S1.
 func recoverState(db *pebble.DB, cfg *Config) (*recovered, error) {
-	rs := &recovered{snapAccounts: 1, bal: newCells(cfg.MaxAccounts), accts: newAccountTable(cfg.MaxAccounts), dedup: newDedup(cfg.DedupWindow),
-		book: newPendingBook(fateRetentionOf(cfg)), closed: newClosedBits(cfg.MaxAccounts)}
+	return recoverStateIn(db, cfg, newRecoveryMem(cfg.MaxAccounts))
+}
+
+// recoverStateIn is recoverState in mem, allocated for cfg.MaxAccounts
+// and not used before.
+func recoverStateIn(db *pebble.DB, cfg *Config, mem *recoveryMem) (*recovered, error) {
+	rs := &recovered{snapAccounts: 1, bal: mem.bal, accts: mem.accts, dedup: newDedup(cfg.DedupWindow),
+		book: newPendingBook(fateRetentionOf(cfg)), closed: mem.closed}
 	if err := loadNewestSnapshot(db, cfg, rs); err != nil {
 		return nil, err
 	}
@@ -136,7 +144,7 @@ func loadNewestSnapshot(db *pebble.DB, cfg *Config, rs *recovered) error {
 		if !ok {
 			continue
 		}
-		accts := newAccountTable(cfg.MaxAccounts)
+		accts := rs.accts // empty: a failed snapshot's is replaced below
 		info, err := readSnapshot(db, cfg.MaxAccounts, id, it.Value(), put, func(m acctMeta) error { return insertRecovered(accts, m) })
 		if err == nil {
 			if info.book == nil {
@@ -172,6 +180,9 @@ func loadNewestSnapshot(db *pebble.DB, cfg *Config, rs *recovered) error {
 		// and without one the replay starts from zero.
 		for i := range rs.bal {
 			rs.bal[i].Store(0)
+		}
+		if accts.n != 1 {
+			rs.accts = newAccountTable(cfg.MaxAccounts)
 		}
 	}
 	return it.Error()
@@ -278,74 +289,6 @@ func readSnapshot(db *pebble.DB, maxAccounts, id uint64, val []byte, put func(fi
 	return info, nil
 }
 
-// replayWAL scans the WAL (wal.Scan's rules) and replays every batch after
-// rs.last. It reads only.
-func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
-	bounds, err := readBounds(db)
-	if err != nil {
-		return err
-	}
-	var seq uint64 // the segment being read
-	// Every segment is read in full, below the snapshot too: the same
-	// rules as Verify, whatever the snapshot covers.
-	res, err := wal.Scan(walOptions(cfg, nil, nil), bounds, 0, func(seg wal.Segment, off int64, p []byte) error {
-		b, err := parseBatch(p) // Scan verified its checksum
-		if err != nil {
-			return err
-		}
-		if seg.Seq != seq {
-			// The chain continues from what the segment's creation
-			// recorded: past the batches retention removed.
-			seq = seg.Seq
-			if h, ok, err := segmentHash(db, seq); err != nil {
-				return err
-			} else if ok {
-				rs.hash = h
-			}
-		}
-		rs.hash = chainBatch(rs.hash, p) // replicate.go
-		if b.last() <= rs.last {
-			return nil
-		}
-		if b.first > rs.last+1 {
-			return &CorruptError{File: walDir + "/" + seg.Name(), Offset: off, FirstTx: TxID(rs.last + 1), LastTx: TxID(b.first - 1), Reason: "transactions missing from the WAL"}
-		}
-		if err := replayBatch(&b, rs); err != nil {
-			var ce *CorruptError
-			if errors.As(err, &ce) {
-				return err // the snapshot's window does not replay
-			}
-			// The checksums held, so this is no torn write.
-			return &CorruptError{File: walDir + "/" + seg.Name(), Offset: off, FirstTx: TxID(b.first), LastTx: TxID(b.last()), Reason: err.Error()}
-		}
-		return nil
-	})
-	if err != nil {
-		return walError(err)
-	}
-	rs.segs, rs.torn, rs.unborn = res.Segments, tornTail(res.Torn), res.Unborn
-	if len(res.Segments) == 0 {
-		return nil
-	}
-	if tt := rs.torn; tt != nil && uint64(tt.LastKept) < rs.snapEnd {
-		// The snapshot proves the torn record was synced (its manifest was
-		// written after every transaction up to its TxEnd was durable):
-		// damage, not a torn write.
-		return &CorruptError{File: tt.File, Offset: tt.Offset, FirstTx: tt.LastKept + 1, LastTx: TxID(rs.snapEnd),
-			Reason: fmt.Sprintf("damaged record covered by snapshot %d, so not a torn write", rs.snapshot)}
-	}
-	if res.First > rs.last+1 {
-		return &CorruptError{File: walDir + "/" + res.Segments[0].Name(), FirstTx: TxID(rs.last + 1), LastTx: TxID(res.First - 1),
-			Reason: fmt.Sprintf("transactions missing from the WAL: it starts at tx %d, the snapshot ends at tx %d", res.First, rs.last)}
-	}
-	if res.Last < rs.last {
-		seg := res.Segments[len(res.Segments)-1]
-		return &CorruptError{File: walDir + "/" + seg.Name(), FirstTx: TxID(res.Last + 1), LastTx: TxID(rs.last),
-			Reason: fmt.Sprintf("the WAL ends at tx %d, before snapshot %d", res.Last, rs.snapshot)}
-	}
-	return nil
-}
-
 // replayBatch applies the transactions of b after rs.last. Outside the
 // snapshot's window it checks every entry before changing rs, per
 // transaction; inside it, an error (always fatal) may leave rs half changed.
@@ -371,19 +314,28 @@ func replayBatch(b *batchReader, rs *recovered) error {
 			}
 			n++
 		}
-		if n > 0 {
-			rs.lastTs = txs[n-1].ts
-		}
-		rs.touchReplay(txs[:n])
-		for i := range txs[:n] {
-			if err := replayTx(&txs[i], rs); err != nil {
-				return err
-			}
+		if err := rs.applyGroup(txs[:n]); err != nil {
+			return err
 		}
 		if derr != nil || n < len(txs) {
 			return derr
 		}
 	}
+}
+
+// applyGroup touches what txs will read, then replays them in order.
+func (rs *recovered) applyGroup(txs []walTx) error {
+	if len(txs) == 0 {
+		return nil
+	}
+	rs.lastTs = txs[len(txs)-1].ts
+	rs.touchReplay(txs)
+	for i := range txs {
+		if err := replayTx(&txs[i], rs, &rs.hints[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // touchReplay loads what replayTx will read for txs, in the two rounds of
@@ -404,15 +356,23 @@ func (rs *recovered) touchReplay(txs []walTx) {
 	}
 	for i := range txs {
 		x := &txs[i]
+		h := &rs.hints[i]
+		*h = [2]uint64{}
 		for j := 0; j < x.n; j++ {
-			s += uint64(rs.bal[cellsPerAccount*t.peek(x.account(j))].Load())
+			sl, home := t.peekSlot(x.account(j))
+			if home && j < len(h) {
+				h[j] = sl + 1
+			}
+			s += uint64(rs.bal[cellsPerAccount*sl].Load())
 		}
 	}
 	rs.sink += s
 }
 
-// replayTx applies t if it follows rs.last (see replayBatch).
-func replayTx(t *walTx, rs *recovered) error {
+// replayTx applies t if it follows rs.last (see replayBatch). hint holds
+// the slots of its first two entries plus one, as the touch found them at
+// their homes (0: not found, look up): ids never move.
+func replayTx(t *walTx, rs *recovered, hint *[2]uint64) error {
 	if t.id <= rs.last {
 		return nil
 	}
@@ -427,9 +387,14 @@ func replayTx(t *walTx, rs *recovered) error {
 	cells := &rs.cells
 	for i := 0; i < t.n; i++ {
 		e := t.entry(i)
-		s, ok := rs.accts.slot(e.Account)
-		if !ok {
-			return fmt.Errorf("tx %d: account %d was never created", t.id, e.Account)
+		var s uint64
+		if i < len(hint) && hint[i] != 0 {
+			s = hint[i] - 1
+		} else {
+			var ok bool
+			if s, ok = rs.accts.slot(e.Account); !ok {
+				return fmt.Errorf("tx %d: account %d was never created", t.id, e.Account)
+			}
 		}
 		cells[i] = cell(s, e.Column)
 	}
@@ -639,10 +604,8 @@ func accountRecordsHold(db *pebble.DB, t *accountTable, from uint64) (bool, erro
 			return false, nil // the rewrite replaces it
 		}
 		end = first + uint64(len(b)/accountLen)
-		for s := max(first, from); s < min(end, t.n); s++ {
-			if decodeAccount(b[(s-first)*accountLen:]) != t.meta[s] {
-				return false, nil
-			}
+		if lo, hi := max(first, from), min(end, t.n); lo < hi && !accountsEqual(b[(lo-first)*accountLen:(hi-first)*accountLen], t.meta[lo:hi]) {
+			return false, nil
 		}
 	}
 	if err := it.Error(); err != nil {

@@ -361,3 +361,26 @@ func TestAccountRecordsHold(t *testing.T) {
 	require.NoError(t, db.Set(idKey(prefixAccount, 3), []byte("junk"), nil))
 	require.False(t, hold(1))
 }
+
+// An apply error early in a log much longer than the replay's ring of
+// decoded groups stops the reader, which by then waits for room: Open
+// returns the error naming the damaged batch, and no goroutine outlives it
+// (goleak, TestMain).
+func TestReplayErrorStopsReader(t *testing.T) {
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALMaxBatch: 8}
+	fillLedger(t, cfg, 3*replayGroups*touchAhead)
+	bs := walBatches(t, cfg.Dir)
+	b := bs[2]
+	require.Greater(t, bs[len(bs)-1].last-b.last, uint64(2*replayGroups*touchAhead), "the log after the damage fills the ring")
+	patchBatch(t, b, func(batch []byte) {
+		at := firstEntryOffset(t, batch) + 17 // the first entry's resulting value
+		binary.LittleEndian.PutUint64(batch[at:], binary.LittleEndian.Uint64(batch[at:])+1)
+		resealBatch(batch)
+	})
+	_, err := Open(cfg)
+	var ce *CorruptError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, TxID(b.first), ce.FirstTx)
+	require.Equal(t, b.off, ce.Offset)
+	require.Contains(t, ce.Reason, "recorded as")
+}

@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync/atomic"
 	"testing"
 
@@ -361,4 +362,30 @@ func BenchmarkDecodeBatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(recs)), "ns/tx")
+}
+
+// accountsEqual compares accounts with their encoding, by memory where the
+// layouts agree and by decoding elsewhere; both ways agree, and any
+// changed byte or length is a difference.
+func TestAccountsEqual(t *testing.T) {
+	if runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" {
+		require.True(t, acctMetaIsLayout, "little-endian hosts take the memory comparison")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	ms := make([]acctMeta, 100)
+	var b []byte
+	for i := range ms {
+		ms[i] = acctMeta{id: rng.Uint64(), userData: [2]uint64{rng.Uint64(), rng.Uint64()}, ledger: rng.Uint32(),
+			code: uint16(rng.Uint32()), flags: AccountFlags(rng.Uint32())}
+		b = appendAccount(b, ms[i])
+	}
+	require.True(t, accountsEqual(b, ms))
+	require.True(t, accountsEqualDecoded(b, ms))
+	require.False(t, accountsEqual(b[:len(b)-1], ms))
+	for i := 0; i < len(b); i += 7 {
+		b[i] ^= 0x10
+		require.False(t, accountsEqual(b, ms), "byte %d", i)
+		require.False(t, accountsEqualDecoded(b, ms), "byte %d", i)
+		b[i] ^= 0x10
+	}
 }

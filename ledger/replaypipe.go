@@ -1,0 +1,269 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/lanework/lanework/ledger/internal/wal"
+	"github.com/lanework/lanework/ringbuf"
+)
+
+// Open's replay runs on two goroutines: a reader scans the WAL (wal.Scan:
+// reading, chunk and batch checksums, the log's rules), chains the batch
+// hashes and decodes each batch into groups of up to touchAhead
+// transactions; the Open goroutine touches and applies each group in
+// order (applyGroup). The groups live in a fixed array recycled through
+// an SPSC ring of their indexes, so the replay allocates nothing per
+// batch. The result is the sequential replay's: groups apply in log
+// order, an apply error stops the reader, and an error the reader meets
+// (a decoding error, a Scan refusal) is returned once everything before
+// it has applied.
+
+const (
+	// Groups in flight: 16,384 transactions, more than a group commit's
+	// record holds, so that the applier goes on while the reader reads
+	// the next record (Scan hands over whole records). About 7 MB, for
+	// the replay's duration.
+	replayGroups = 256
+	// replayYields: the two goroutines wait for each other by yielding,
+	// each on its own core, for this many yields (about a millisecond)
+	// before backoff's sleeps: a wait for the other side is short.
+	replayYields = 4096
+	// groupData holds a group's entry bytes; a transaction's bytes
+	// (maxTxData) always fit an empty group.
+	groupData = 16 << 10
+	maxTxData = 8*maxExpiryPerTx + (MaxLegs+2*maxExpiryPerTx)*entryLen
+)
+
+// replayGroup is up to touchAhead decoded transactions of one batch, with
+// their entries and expired ids copied into data (the scanned payload is
+// valid only during Scan's call).
+type replayGroup struct {
+	txs  [touchAhead]walTx
+	n    int
+	data [groupData]byte
+	// The batch, for errors: its segment, offset and transactions.
+	seg         wal.Segment
+	off         int64
+	first, last uint64
+	err         error // a decoding error after txs[:n]; nothing follows
+	end         bool  // the scan ended (replayPipe.res, .err); no txs
+}
+
+// errHandedOver stops Scan after the reader handed a decoding error to
+// the applier in a group, or after the applier stopped.
+var errHandedOver = errors.New("replay: stopped")
+
+type replayPipe struct {
+	ring   *ringbuf.SPSC[uint32] // indexes into groups, in log order
+	groups *[replayGroups]replayGroup
+	stop   atomic.Bool   // set by the applier: it returns an error
+	done   chan struct{} // closed when the reader exits
+	// The reader's, read by the applier after done.
+	res wal.Result
+	err error
+	// The reader's own.
+	next    uint32 // the group the next claim fills
+	last    uint64 // the last transaction applied once every batch handed over has
+	scratch walTx
+}
+
+// replayWAL scans the WAL (wal.Scan's rules) and replays every batch after
+// rs.last, reading and decoding on a goroutine of its own. It reads only.
+func replayWAL(db *pebble.DB, cfg *Config, rs *recovered) error {
+	bounds, err := readBounds(db)
+	if err != nil {
+		return err
+	}
+	ring, err := ringbuf.NewSPSC[uint32](replayGroups)
+	if err != nil {
+		return err
+	}
+	p := &replayPipe{ring: ring, groups: new([replayGroups]replayGroup), done: make(chan struct{}), last: rs.last}
+	go p.read(db, cfg, bounds, rs)
+	if err := p.apply(rs); err != nil {
+		p.stop.Store(true)
+		<-p.done
+		return err
+	}
+	<-p.done
+	if p.err != nil {
+		return walError(p.err)
+	}
+	return rs.finishScan(p.res)
+}
+
+// apply replays the groups in order until the reader's end.
+func (p *replayPipe) apply(rs *recovered) error {
+	bo := backoff{yields: replayYields}
+	for {
+		// Peeked, dropped once applied: the reader refills a group only
+		// after its index left the ring.
+		i := p.ring.Peek()
+		if i == nil {
+			bo.wait()
+			continue
+		}
+		bo.n = 0
+		g := &p.groups[*i]
+		if g.end {
+			return nil
+		}
+		err := rs.applyGroup(g.txs[:g.n])
+		if err == nil && g.err == nil {
+			p.ring.Drop()
+			continue
+		}
+		var ce *CorruptError
+		if err == nil {
+			err = g.err
+		} else if errors.As(err, &ce) {
+			return err // the snapshot's window does not replay
+		}
+		// The checksums held, so this is no torn write.
+		return &CorruptError{File: walDir + "/" + g.seg.Name(), Offset: g.off, FirstTx: TxID(g.first), LastTx: TxID(g.last), Reason: err.Error()}
+	}
+}
+
+// read is the reader goroutine: Scan, then the end group (unless the
+// applier stopped or a decoding error ended the groups).
+func (p *replayPipe) read(db *pebble.DB, cfg *Config, bounds wal.Bounds, rs *recovered) {
+	defer close(p.done)
+	var seq uint64 // the segment being read
+	// Every segment is read in full, below the snapshot too: the same
+	// rules as Verify, whatever the snapshot covers.
+	res, err := wal.Scan(walOptions(cfg, nil, nil), bounds, 0, func(seg wal.Segment, off int64, payload []byte) error {
+		if p.stop.Load() {
+			return errHandedOver
+		}
+		b, err := parseBatch(payload) // Scan verified its checksum
+		if err != nil {
+			return err
+		}
+		if seg.Seq != seq {
+			// The chain continues from what the segment's creation
+			// recorded: past the batches retention removed.
+			seq = seg.Seq
+			if h, ok, err := segmentHash(db, seq); err != nil {
+				return err
+			} else if ok {
+				rs.hash = h
+			}
+		}
+		rs.hash = chainBatch(rs.hash, payload) // replicate.go
+		if b.last() <= p.last {
+			return nil
+		}
+		if b.first > p.last+1 {
+			return &CorruptError{File: walDir + "/" + seg.Name(), Offset: off, FirstTx: TxID(p.last + 1), LastTx: TxID(b.first - 1), Reason: "transactions missing from the WAL"}
+		}
+		p.last = b.last()
+		return p.decode(&b, seg, off)
+	})
+	if errors.Is(err, errHandedOver) {
+		return
+	}
+	p.res, p.err = res, err
+	if g := p.claim(); g != nil {
+		g.end = true
+		p.commit()
+	}
+}
+
+// decode hands b's transactions to the applier in groups.
+func (p *replayPipe) decode(b *batchReader, seg wal.Segment, off int64) error {
+	for {
+		g := p.claim()
+		if g == nil {
+			return errHandedOver
+		}
+		g.seg, g.off, g.first, g.last = seg, off, b.first, b.last()
+		used := 0
+		var err error
+		for g.n < len(g.txs) && used <= groupData-maxTxData {
+			t := &g.txs[g.n]
+			var ok bool
+			if ok, err = b.next(t); err != nil || !ok {
+				break
+			}
+			used = t.copyRaw(g.data[:], used)
+			g.n++
+		}
+		g.err = err
+		more := err == nil && b.i < b.count
+		if !more && err == nil && b.off != len(b.data) {
+			// The trailing bytes next reports after the last one.
+			_, g.err = b.next(&p.scratch)
+		}
+		p.commit()
+		if g.err != nil {
+			return errHandedOver
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// copyRaw copies t's entry and expired-id bytes into data from used on,
+// points t at the copies and returns the new used.
+func (t *walTx) copyRaw(data []byte, used int) int {
+	if t.expRaw != nil {
+		n := copy(data[used:], t.expRaw)
+		t.expRaw = data[used : used+n : used+n]
+		used += n
+	}
+	n := copy(data[used:], t.raw)
+	t.raw = data[used : used+n : used+n]
+	return used + n
+}
+
+// claim returns the next group to fill, cleared, waiting while the ring
+// is full; nil once the applier stopped.
+func (p *replayPipe) claim() *replayGroup {
+	bo := backoff{yields: replayYields}
+	for p.ring.Len() == p.ring.Cap() {
+		if p.stop.Load() {
+			return nil
+		}
+		bo.wait()
+	}
+	g := &p.groups[p.next]
+	g.n, g.err, g.end = 0, nil, false
+	return g
+}
+
+// commit hands the claimed group to the applier.
+func (p *replayPipe) commit() {
+	if !p.ring.TryPush(p.next) {
+		panic("replay: ring full after claim") // only the reader pushes
+	}
+	p.next = (p.next + 1) % replayGroups
+}
+
+// finishScan checks what Scan found against the replayed state.
+func (rs *recovered) finishScan(res wal.Result) error {
+	rs.segs, rs.torn, rs.unborn = res.Segments, tornTail(res.Torn), res.Unborn
+	if len(res.Segments) == 0 {
+		return nil
+	}
+	if tt := rs.torn; tt != nil && uint64(tt.LastKept) < rs.snapEnd {
+		// The snapshot proves the torn record was synced (its manifest was
+		// written after every transaction up to its TxEnd was durable):
+		// damage, not a torn write.
+		return &CorruptError{File: tt.File, Offset: tt.Offset, FirstTx: tt.LastKept + 1, LastTx: TxID(rs.snapEnd),
+			Reason: fmt.Sprintf("damaged record covered by snapshot %d, so not a torn write", rs.snapshot)}
+	}
+	if res.First > rs.last+1 {
+		return &CorruptError{File: walDir + "/" + res.Segments[0].Name(), FirstTx: TxID(rs.last + 1), LastTx: TxID(res.First - 1),
+			Reason: fmt.Sprintf("transactions missing from the WAL: it starts at tx %d, the snapshot ends at tx %d", res.First, rs.last)}
+	}
+	if res.Last < rs.last {
+		seg := res.Segments[len(res.Segments)-1]
+		return &CorruptError{File: walDir + "/" + seg.Name(), FirstTx: TxID(res.Last + 1), LastTx: TxID(rs.last),
+			Reason: fmt.Sprintf("the WAL ends at tx %d, before snapshot %d", res.Last, rs.snapshot)}
+	}
+	return nil
+}
