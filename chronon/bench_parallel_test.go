@@ -220,36 +220,14 @@ func reportSyncs(b *testing.B, s *chronon.Simulation) {
 
 // TestLookaheadCutsLongEdges: the lookahead engine places the two
 // partitions on one worker each, so that only delay-8 edges cross, runs the
-// partitions' units to the sequential engine's states, and synchronizes
-// less than once per cycle and worker.
+// partitions' units to the sequential engine's states. (How often the
+// workers synchronize depends on timing, so it is logged, not asserted.)
 func TestLookaheadCutsLongEdges(t *testing.T) {
 	n := uint64(3000)
 	if raceEnabled {
 		n = 600
 	}
-	state := func(w int) []uint64 {
-		s := partitions(t, 10, 8)
-		s.SetParallelThreshold(0)
-		require.NoError(t, s.SetWorkers(w))
-		require.NoError(t, s.Run(n))
-		if w > 1 {
-			require.Equal(t, []uint64{8, 8}, chronon.LookaheadLags(s))
-			cycles, syncs, _, ok := chronon.LookaheadStats(s)
-			require.True(t, ok)
-			require.Equal(t, 2*n, cycles)
-			t.Logf("%d workers: %.3f syncs per worker and cycle", w, float64(syncs)/float64(cycles))
-		}
-		var out []uint64
-		for _, n := range s.Units() {
-			u, _ := s.Unit(n)
-			out = append(out, u.(*worker64).state)
-		}
-		return out
-	}
-	want := state(1)
-	for _, w := range []int{2, 3, 8} {
-		require.Equal(t, want, state(w), "%d workers", w)
-	}
+	requireLookaheadStates(t, func() *chronon.Simulation { return partitions(t, 10, 8) }, n, []uint64{8, 8})
 }
 
 // BenchmarkCoreToCore reports what a cache line costs to move between two

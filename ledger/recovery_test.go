@@ -171,13 +171,7 @@ func TestInconsistentBalanceRefusesToOpen(t *testing.T) {
 	cfg := Config{Dir: t.TempDir(), MaxAccounts: 8, SnapshotEvery: -1, WALMaxBatch: 8}
 	fillLedger(t, cfg, 40)
 	b := walBatches(t, cfg.Dir)[2]
-	patchBatch(t, b, func(batch []byte) {
-		// The resulting value of the first entry in the batch, 17 bytes
-		// into the entry.
-		at := firstEntryOffset(t, batch) + 17
-		binary.LittleEndian.PutUint64(batch[at:], binary.LittleEndian.Uint64(batch[at:])+1)
-		resealBatch(batch)
-	})
+	breakResult(t, b)
 	before := dirDigest(t, cfg.Dir)
 	_, err := Open(cfg)
 	var ce *CorruptError
@@ -372,15 +366,23 @@ func TestReplayErrorStopsReader(t *testing.T) {
 	bs := walBatches(t, cfg.Dir)
 	b := bs[2]
 	require.Greater(t, bs[len(bs)-1].last-b.last, uint64(2*replayGroups*touchAhead), "the log after the damage fills the ring")
-	patchBatch(t, b, func(batch []byte) {
-		at := firstEntryOffset(t, batch) + 17 // the first entry's resulting value
-		binary.LittleEndian.PutUint64(batch[at:], binary.LittleEndian.Uint64(batch[at:])+1)
-		resealBatch(batch)
-	})
+	breakResult(t, b)
 	_, err := Open(cfg)
 	var ce *CorruptError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, TxID(b.first), ce.FirstTx)
 	require.Equal(t, b.off, ce.Offset)
 	require.Contains(t, ce.Reason, "recorded as")
+}
+
+// breakResult adds one to the resulting value of the first entry in batch
+// b (17 bytes into the entry) and reseals the batch: its checksums hold,
+// its balance does not continue the account's previous one.
+func breakResult(t *testing.T, b batchAt) {
+	t.Helper()
+	patchBatch(t, b, func(batch []byte) {
+		at := firstEntryOffset(t, batch) + 17
+		binary.LittleEndian.PutUint64(batch[at:], binary.LittleEndian.Uint64(batch[at:])+1)
+		resealBatch(batch)
+	})
 }
