@@ -95,18 +95,24 @@ func representative(tb testing.TB, work int) *chronon.Simulation {
 	return s
 }
 
+// worker64States is the state of every unit of s, all of them worker64s,
+// in the simulation's unit order.
+func worker64States(s *chronon.Simulation) []uint64 {
+	var out []uint64
+	for _, n := range s.Units() {
+		u, _ := s.Unit(n)
+		out = append(out, u.(*worker64).state)
+	}
+	return out
+}
+
 func TestRepresentativeIsDeterministic(t *testing.T) {
 	digest := func(w int) []uint64 {
 		s := representative(t, 10)
 		s.SetParallelThreshold(0)
 		require.NoError(t, s.SetWorkers(w))
 		require.NoError(t, s.Run(300))
-		var out []uint64
-		for _, n := range s.Units() {
-			u, _ := s.Unit(n)
-			out = append(out, u.(*worker64).state)
-		}
-		return out
+		return worker64States(s)
 	}
 	want := digest(1)
 	for _, w := range harnessWorkers {

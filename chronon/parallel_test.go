@@ -498,12 +498,7 @@ func requireLookaheadStates(t *testing.T, build func() *chronon.Simulation, n ui
 			require.Equal(t, 2*n, cycles)
 			t.Logf("%d workers: %.3f syncs per worker and cycle", w, float64(syncs)/float64(cycles))
 		}
-		var out []uint64
-		for _, name := range s.Units() {
-			u, _ := s.Unit(name)
-			out = append(out, u.(*worker64).state)
-		}
-		return out
+		return worker64States(s)
 	}
 	want := state(1)
 	for _, w := range []int{2, 3, 8} {

@@ -174,11 +174,7 @@ func TestInconsistentBalanceRefusesToOpen(t *testing.T) {
 	breakResult(t, b)
 	before := dirDigest(t, cfg.Dir)
 	_, err := Open(cfg)
-	var ce *CorruptError
-	require.ErrorAs(t, err, &ce)
-	require.Equal(t, TxID(b.first), ce.FirstTx)
-	require.Equal(t, b.off, ce.Offset)
-	require.Contains(t, ce.Reason, "recorded as")
+	requireBrokenResult(t, err, b)
 	require.Equal(t, before, dirDigest(t, cfg.Dir))
 	rep, err := verifyDir(nil, cfg.Dir)
 	require.ErrorIs(t, err, ErrCorrupt)
@@ -368,6 +364,13 @@ func TestReplayErrorStopsReader(t *testing.T) {
 	require.Greater(t, bs[len(bs)-1].last-b.last, uint64(2*replayGroups*touchAhead), "the log after the damage fills the ring")
 	breakResult(t, b)
 	_, err := Open(cfg)
+	requireBrokenResult(t, err, b)
+}
+
+// requireBrokenResult asserts that err is the refusal of batch b after
+// breakResult.
+func requireBrokenResult(t *testing.T, err error, b batchAt) {
+	t.Helper()
 	var ce *CorruptError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, TxID(b.first), ce.FirstTx)
