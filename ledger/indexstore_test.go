@@ -27,16 +27,25 @@ func histRounds(t *testing.T, l *Ledger, rng *rand.Rand, rounds, n int) ([]uint6
 	return accts, all
 }
 
+// indexedLedger opens a ledger with the index in a new directory and
+// runs histRounds' 8 rounds of 50 on it, its random source seeded with
+// (21, seq).
+func indexedLedger(t *testing.T, seq uint64) (Config, *Ledger, *rand.Rand, []Result) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(21, seq))
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, SnapshotEvery: 200, Index: true}
+	l, err := Open(cfg)
+	require.NoError(t, err)
+	_, all := histRounds(t, l, rng, 8, 50)
+	return cfg, l, rng, all
+}
+
 // TestIndexLegacyLayout: a directory written before the index had its own
 // store holds the index's keys in the ledger's store. An Open with the
 // index drops them from there and builds the index in its store from the
 // WAL; the reads answer as before.
 func TestIndexLegacyLayout(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 13))
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, SnapshotEvery: 200, Index: true}
-	l, err := Open(cfg)
-	require.NoError(t, err)
-	_, all := histRounds(t, l, rng, 8, 50)
+	cfg, l, rng, all := indexedLedger(t, 13)
 	require.NoError(t, l.Close())
 
 	// The same keys where the earlier build kept them.
@@ -49,7 +58,7 @@ func TestIndexLegacyLayout(t *testing.T) {
 		}
 	})
 
-	l, err = Open(cfg)
+	l, err := Open(cfg)
 	require.NoError(t, err)
 	st := l.IndexStats()
 	require.False(t, st.Restarted)
@@ -77,11 +86,7 @@ func TestIndexLegacyLayout(t *testing.T) {
 // does not read) is rebuilt from the WAL at Open: every read is right, no
 // "T" key is left, and the mark is the last transaction.
 func TestIndexBlocksBefore(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 19))
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, SnapshotEvery: 200, Index: true}
-	l, err := Open(cfg)
-	require.NoError(t, err)
-	_, all := histRounds(t, l, rng, 8, 50)
+	cfg, l, rng, all := indexedLedger(t, 19)
 	require.NoError(t, l.Close())
 
 	// The same index with its blocks where the build before kept them.
@@ -160,12 +165,8 @@ func TestIndexStoreOutlivesRetention(t *testing.T) {
 // carries its store's keys; the installed directory, opened with the
 // index, catches up only what the checkpoint's index lacked.
 func TestCheckpointCarriesIndex(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 19))
 	ctx := context.Background()
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, SnapshotEvery: 200, Index: true}
-	l, err := Open(cfg)
-	require.NoError(t, err)
-	_, all := histRounds(t, l, rng, 8, 50)
+	cfg, l, rng, all := indexedLedger(t, 19)
 	require.NoError(t, l.waitIndexed(ctx, TxID(len(all))))
 	var ck bytes.Buffer
 	at, err := l.WriteCheckpoint(ctx, &ck)

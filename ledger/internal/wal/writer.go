@@ -194,11 +194,11 @@ func (w *Writer) prepare(full bool) error {
 }
 
 // takeSpare renames recycle.tmp, a retired segment written out at the
-// segment size (see retire's caller), to p and reports whether it did. The file is already the segment size and
-// written out, so writes into it change data only, as into zeros; its old
-// records carry an earlier segment's log number, which pebble's reader and
-// Scan tell from this segment's (see Torn). Its data was synced when it was
-// written; open syncs the directory after the next rename.
+// segment size (see retire's caller), to p and reports whether it did.
+// Writes into it change data only, as into zeros; its old records carry an
+// earlier segment's log number, which pebble's reader and Scan tell from
+// this segment's (see Torn). Its data was synced when it was written; open
+// syncs the directory after the next rename.
 func (w *Writer) takeSpare(p string) (bool, error) {
 	w.spareMu.Lock()
 	defer w.spareMu.Unlock()
