@@ -39,7 +39,8 @@ func newWork(maxAccounts, n uint64, readable []atomic.Int64) []int64 {
 	// One copy, not an atomic load per cell (a tenth of an Open that
 	// replays 1M accounts): the stages have not started, so nothing
 	// writes the readable cells, and their writer (the replay, or a
-	// snapshot's load) ran before on this goroutine.
+	// snapshot's load) happened before: on this goroutine, or before the
+	// go statement that started it (copyWorkAhead).
 	if n > 0 {
 		copy(w, unsafe.Slice((*int64)(unsafe.Pointer(&readable[0])), cellsPerAccount*n))
 	}
