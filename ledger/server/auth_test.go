@@ -279,6 +279,10 @@ func TestMutualTLS(t *testing.T) {
 	hc2 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{p.clientCert}}}}
 	defer hc2.CloseIdleConnections()
 	assert.Equal(t, 200, authReq(t, hc2, "GET", "https://"+f.s.HTTPAddr().String()+"/v1/indexes", "Bearer "+roToken, ""))
+	// The HTTP listener serves a copy of the config: http.Server.ServeTLS
+	// adds HTTP/2 to its config, which on the caller's (the msgpack
+	// listener's too) raced that listener's handshakes.
+	assert.Empty(t, cfg.NextProtos, "serving changed the caller's TLS config")
 }
 
 // TestExposedRefused: a non-loopback address needs tokens and TLS, or

@@ -166,8 +166,11 @@ func (s *Server) startHTTP(ln net.Listener) error {
 		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
-		TLSConfig:         s.cfg.TLS,
-		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
+		// A copy: ServeTLS adds HTTP/2 to its config's NextProtos, which
+		// must not race the msgpack listener's handshakes on the caller's
+		// config (nor change it).
+		TLSConfig: s.cfg.TLS.Clone(),
+		ErrorLog:  slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
 	s.mu.Lock()
 	if s.closing {
