@@ -198,8 +198,11 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 	}, 60*time.Second, time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	wg.Wait()
+	// Read to the end before Wait, which closes the pipe once the process
+	// has exited: the last line could be lost otherwise.
+	out := <-rest
 	require.NoError(t, cmd.Wait(), "exit status 0")
-	assert.Contains(t, <-rest, "stopped cleanly")
+	assert.Contains(t, out, "stopped cleanly")
 
 	l, err := ledger.Open(ledger.Config{Dir: dir, MaxAccounts: 1000})
 	require.NoError(t, err)
