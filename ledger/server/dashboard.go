@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/server/jsonapi"
 	"github.com/lanework/lanework/pressure"
 )
 
@@ -65,14 +66,14 @@ func (s *Server) dashboardRoutes(mux *http.ServeMux) {
 // Values are counts, sums and levels since the ledger was opened; the page
 // turns them into rates by differencing successive polls.
 type jsonStatus struct {
-	TimeMs    int64       `json:"time_ms"` // server clock, Unix milliseconds
-	Up        bool        `json:"up"`
-	Closed    bool        `json:"closed"`
-	Failed    bool        `json:"failed"`
-	Indexes   jsonIndexes `json:"indexes"`
-	Recovered ledger.TxID `json:"recovered"`
-	Submitted uint64      `json:"submitted"`
-	Committed uint64      `json:"committed"`
+	TimeMs    int64           `json:"time_ms"` // server clock, Unix milliseconds
+	Up        bool            `json:"up"`
+	Closed    bool            `json:"closed"`
+	Failed    bool            `json:"failed"`
+	Indexes   jsonapi.Indexes `json:"indexes"`
+	Recovered ledger.TxID     `json:"recovered"`
+	Submitted uint64          `json:"submitted"`
+	Committed uint64          `json:"committed"`
 	WAL       struct {
 		Batches uint64 `json:"batches"`
 		Bytes   uint64 `json:"bytes"`
@@ -129,7 +130,7 @@ type jsonCount struct {
 func (s *Server) status() *jsonStatus {
 	st := s.ledger().Stats()
 	j := &jsonStatus{TimeMs: time.Now().UnixMilli(), Up: !st.Closed && !st.Failed, Closed: st.Closed, Failed: st.Failed,
-		Indexes: jsonIndexes(st.Indexes), Recovered: st.Recovered, Submitted: st.Submitted, Committed: st.Committed,
+		Indexes: jsonapi.Indexes(st.Indexes), Recovered: st.Recovered, Submitted: st.Submitted, Committed: st.Committed,
 		Snapshots: st.Snapshots, SnapshotTx: st.SnapshotTx, HistoryIndex: s.ledger().IndexStats().On}
 	j.WAL.Batches, j.WAL.Bytes, j.WAL.SyncNs, j.WAL.Syncs = st.WALBatches, st.WALBytes, int64(st.WALSyncTime), st.Syncs
 	j.WAL.SyncHist.FirstNs, j.WAL.SyncHist.Counts = st.WALSyncTimes.First, st.WALSyncTimes.Counts[:]

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/server/jsonapi"
 	"github.com/lanework/lanework/ledger/wire"
 )
 
@@ -111,11 +112,11 @@ func (s *Server) authorizeHTTP(w http.ResponseWriter, r *http.Request) bool {
 	}
 	s.authFailed("http", reason, r.RemoteAddr, r.URL.Path)
 	if reason == authForbidden {
-		writeJSON(w, http.StatusForbidden, jsonError{Error: wire.ErrForbidden.Error(), Code: uint16(wire.CodeForbidden)})
+		writeJSON(w, http.StatusForbidden, jsonapi.Error{Error: wire.ErrForbidden.Error(), Code: uint16(wire.CodeForbidden)})
 		return false
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="ledger"`)
-	writeJSON(w, http.StatusUnauthorized, jsonError{Error: wire.ErrUnauthorized.Error() + ": " + reason + " token", Code: uint16(wire.CodeUnauthorized)})
+	writeJSON(w, http.StatusUnauthorized, jsonapi.Error{Error: wire.ErrUnauthorized.Error() + ": " + reason + " token", Code: uint16(wire.CodeUnauthorized)})
 	return false
 }
 
@@ -155,7 +156,7 @@ func (s *Server) httpError(w http.ResponseWriter, err error) {
 	case we.Code == wire.CodeNotLeader:
 		status = http.StatusMisdirectedRequest
 	}
-	writeJSON(w, status, jsonError{Error: err.Error(), Code: uint16(we.Code), Index: we.Index})
+	writeJSON(w, status, jsonapi.Error{Error: err.Error(), Code: uint16(we.Code), Index: we.Index})
 }
 
 func parseLevel(s string) (ledger.Level, error) {
@@ -206,7 +207,7 @@ func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
 		s.m.ops.Add(1)
 		s.m.observe(&res)
 		s.m.observeWait(level, start)
-		writeJSON(w, http.StatusOK, toJSONResult(&res))
+		writeJSON(w, http.StatusOK, jsonapi.NewResult(&res))
 		return
 	}
 	if !single && level >= ledger.Computed {
@@ -217,13 +218,11 @@ func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.m.ops.Add(uint64(len(ops)))
-		out := jsonBatch{First: res[0].ID, Last: res[len(res)-1].ID, Results: make([]*jsonResult, len(res))}
 		for i := range res {
 			s.m.observe(&res[i])
-			out.Results[i] = toJSONResult(&res[i])
 		}
 		s.m.observeWait(level, start)
-		writeJSON(w, http.StatusOK, out)
+		writeJSON(w, http.StatusOK, jsonapi.NewBatch(res))
 		return
 	}
 	first, last, err := s.ledger().SubmitBatch(ops)
@@ -258,10 +257,7 @@ func (s *Server) handleBalance(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Account uint64 `json:"account"`
-		Balance int64  `json:"balance"`
-	}{id, b})
+	writeJSON(w, http.StatusOK, jsonapi.Balance{Account: id, Balance: b})
 }
 
 func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) {
@@ -275,7 +271,7 @@ func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toJSONAccount(&a, true))
+	writeJSON(w, http.StatusOK, jsonapi.NewAccount(&a, true))
 }
 
 func (s *Server) handleTx(w http.ResponseWriter, r *http.Request) {
@@ -293,18 +289,14 @@ func (s *Server) handleTx(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, ledger.ErrNotFound)
 		return
 	}
-	out := struct {
-		ID     uint64      `json:"id"`
-		Status string      `json:"status"`
-		Result *jsonResult `json:"result,omitempty"`
-	}{ID: id, Status: lv.String()}
+	out := jsonapi.Tx{ID: id, Status: lv.String()}
 	if lv >= ledger.Committed {
 		res, err := s.ledger().Result(ledger.TxID(id))
 		if err != nil {
 			s.httpError(w, err)
 			return
 		}
-		out.Result = toJSONResult(&res)
+		out.Result = jsonapi.NewResult(&res)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -315,7 +307,7 @@ func (s *Server) handleIndexes(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jsonIndexes(x))
+	writeJSON(w, http.StatusOK, jsonapi.Indexes(x))
 }
 
 func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
@@ -324,9 +316,7 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, struct {
-		TxID ledger.TxID `json:"tx_id"`
-	}{tx})
+	writeJSON(w, http.StatusOK, jsonapi.Snapshot{TxID: tx})
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {

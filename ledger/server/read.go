@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/server/jsonapi"
 	"github.com/lanework/lanework/ledger/wire"
 )
 
@@ -39,29 +40,29 @@ func (s *Server) doRead(ctx context.Context, t wire.Type, r *wire.ReadRequest) (
 	switch t {
 	case wire.TypeAccountTransfers:
 		p, err := l.AccountTransfers(ctx, r.Account, r.Filter.AccountFilter())
-		return func(e *wire.Encoder, id uint64) { e.AccountTransfersPage(id, &p) }, toJSONTransfersPage(&p), err
+		return func(e *wire.Encoder, id uint64) { e.AccountTransfersPage(id, &p) }, jsonapi.NewAccountTransfersPage(&p), err
 	case wire.TypeAccountBalances:
 		p, err := l.AccountBalances(ctx, r.Account, r.Filter.AccountFilter())
-		return func(e *wire.Encoder, id uint64) { e.AccountBalancesPage(id, &p) }, toJSONBalancesPage(&p), err
+		return func(e *wire.Encoder, id uint64) { e.AccountBalancesPage(id, &p) }, jsonapi.NewAccountBalancesPage(&p), err
 	case wire.TypeQueryTransfers:
 		p, err := l.QueryTransfers(ctx, r.Filter.TransferFilter())
-		return func(e *wire.Encoder, id uint64) { e.TransfersPage(id, &p) }, toJSONQueryTransfers(&p), err
+		return func(e *wire.Encoder, id uint64) { e.TransfersPage(id, &p) }, jsonapi.NewTransfersPage(&p), err
 	case wire.TypeQueryAccounts:
 		p, err := l.QueryAccounts(ctx, r.Filter.AccountQuery())
-		return func(e *wire.Encoder, id uint64) { e.AccountsPage(id, &p) }, toJSONAccountsPage(&p), err
+		return func(e *wire.Encoder, id uint64) { e.AccountsPage(id, &p) }, jsonapi.NewAccountsPage(&p), err
 	case wire.TypeLookupAccounts:
 		as, info, err := l.LookupAccounts(r.IDs)
-		return func(e *wire.Encoder, id uint64) { e.AccountsFound(id, &info, as) }, toJSONAccountsFound(&info, as), err
+		return func(e *wire.Encoder, id uint64) { e.AccountsFound(id, &info, as) }, jsonapi.NewAccountsFound(&info, as), err
 	case wire.TypeLookupTransfers:
 		ids := make([]ledger.TxID, len(r.IDs))
 		for i, v := range r.IDs {
 			ids[i] = ledger.TxID(v)
 		}
 		rs, info, err := l.LookupTransfers(ctx, ids, r.WaitFor)
-		return func(e *wire.Encoder, id uint64) { e.TransfersFound(id, &info, rs) }, toJSONTransfersFound(&info, rs), err
+		return func(e *wire.Encoder, id uint64) { e.TransfersFound(id, &info, rs) }, jsonapi.NewTransfersFound(&info, rs), err
 	case wire.TypeBalanceAt:
 		b, info, err := l.BalanceAt(ctx, r.Account, r.Tx)
-		return func(e *wire.Encoder, id uint64) { e.BalanceIsAt(id, &info, &b) }, jsonBalanceAt{readJSON(&info), toJSONBalance(&b)}, err
+		return func(e *wire.Encoder, id uint64) { e.BalanceIsAt(id, &info, &b) }, jsonapi.NewBalanceAt(&info, &b), err
 	}
 	return nil, nil, fmt.Errorf("%w: %v", wire.ErrUnknownType, t)
 }
@@ -304,123 +305,4 @@ func jsonIDs(raw json.RawMessage) ([]uint64, error) {
 		ids[i] = v
 	}
 	return ids, nil
-}
-
-// JSON answers.
-
-type jsonRead struct {
-	AsOf      ledger.TxID `json:"as_of"`
-	Through   ledger.TxID `json:"through"`
-	Committed ledger.TxID `json:"committed"`
-}
-
-func readJSON(r *ledger.ReadInfo) jsonRead { return jsonRead{r.AsOf, r.Through, r.Committed} }
-
-type jsonBalance struct {
-	TxID           ledger.TxID `json:"tx_id"`
-	Timestamp      int64       `json:"timestamp"`
-	DebitsPosted   uint64      `json:"debits_posted"`
-	CreditsPosted  uint64      `json:"credits_posted"`
-	DebitsPending  uint64      `json:"debits_pending"`
-	CreditsPending uint64      `json:"credits_pending"`
-}
-
-func toJSONBalance(b *ledger.AccountBalance) jsonBalance {
-	return jsonBalance{b.TxID, b.Timestamp, b.DebitsPosted, b.CreditsPosted, b.DebitsPending, b.CreditsPending}
-}
-
-type jsonAccountTransfer struct {
-	*jsonResult
-	Balance jsonBalance `json:"balance"`
-}
-
-type jsonTransfersPage struct {
-	jsonRead
-	Next      ledger.Cursor         `json:"next"`
-	Transfers []jsonAccountTransfer `json:"transfers"`
-}
-
-func toJSONTransfersPage(p *ledger.AccountTransfersPage) jsonTransfersPage {
-	out := jsonTransfersPage{jsonRead: readJSON(&p.ReadInfo), Next: p.Next, Transfers: make([]jsonAccountTransfer, len(p.Transfers))}
-	for i := range p.Transfers {
-		out.Transfers[i] = jsonAccountTransfer{toJSONResult(&p.Transfers[i].Result), toJSONBalance(&p.Transfers[i].Balance)}
-	}
-	return out
-}
-
-type jsonBalancesPage struct {
-	jsonRead
-	Next     ledger.Cursor `json:"next"`
-	Balances []jsonBalance `json:"balances"`
-}
-
-func toJSONBalancesPage(p *ledger.AccountBalancesPage) jsonBalancesPage {
-	out := jsonBalancesPage{jsonRead: readJSON(&p.ReadInfo), Next: p.Next, Balances: make([]jsonBalance, len(p.Balances))}
-	for i := range p.Balances {
-		out.Balances[i] = toJSONBalance(&p.Balances[i])
-	}
-	return out
-}
-
-type jsonQueryTransfers struct {
-	jsonRead
-	Next      ledger.Cursor `json:"next"`
-	Transfers []*jsonResult `json:"transfers"`
-}
-
-func toJSONQueryTransfers(p *ledger.TransfersPage) jsonQueryTransfers {
-	out := jsonQueryTransfers{jsonRead: readJSON(&p.ReadInfo), Next: p.Next, Transfers: make([]*jsonResult, len(p.Transfers))}
-	for i := range p.Transfers {
-		out.Transfers[i] = toJSONResult(&p.Transfers[i])
-	}
-	return out
-}
-
-type jsonAccountsPage struct {
-	jsonRead
-	Next     ledger.Cursor  `json:"next"`
-	Accounts []*jsonAccount `json:"accounts"`
-}
-
-func toJSONAccountsPage(p *ledger.AccountsPage) jsonAccountsPage {
-	out := jsonAccountsPage{jsonRead: readJSON(&p.ReadInfo), Next: p.Next, Accounts: make([]*jsonAccount, len(p.Accounts))}
-	for i := range p.Accounts {
-		out.Accounts[i] = toJSONAccount(&p.Accounts[i], true)
-	}
-	return out
-}
-
-type jsonAccountsFound struct {
-	jsonRead
-	Accounts []*jsonAccount `json:"accounts"` // null where not found
-}
-
-func toJSONAccountsFound(info *ledger.ReadInfo, as []*ledger.Account) jsonAccountsFound {
-	out := jsonAccountsFound{jsonRead: readJSON(info), Accounts: make([]*jsonAccount, len(as))}
-	for i, a := range as {
-		if a != nil {
-			out.Accounts[i] = toJSONAccount(a, true)
-		}
-	}
-	return out
-}
-
-type jsonTransfersFound struct {
-	jsonRead
-	Transfers []*jsonResult `json:"transfers"` // null where not found
-}
-
-func toJSONTransfersFound(info *ledger.ReadInfo, rs []*ledger.Result) jsonTransfersFound {
-	out := jsonTransfersFound{jsonRead: readJSON(info), Transfers: make([]*jsonResult, len(rs))}
-	for i, r := range rs {
-		if r != nil {
-			out.Transfers[i] = toJSONResult(r)
-		}
-	}
-	return out
-}
-
-type jsonBalanceAt struct {
-	jsonRead
-	Balance jsonBalance `json:"balance"`
 }

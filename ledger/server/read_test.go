@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/server/jsonapi"
 	"github.com/lanework/lanework/ledger/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -247,7 +248,7 @@ func TestReadBadInputHTTP(t *testing.T) {
 		case wire.TypeQueryAccounts:
 			body = postJSON(t, f.httpURL()+"/v1/query/accounts", q, status, nil)
 		}
-		var je jsonError
+		var je jsonapi.Error
 		require.NoError(t, json.Unmarshal([]byte(body), &je), c.name)
 		assert.Equal(t, uint16(c.code), je.Code, "%s: %s", c.name, body)
 		assert.Contains(t, je.Error, c.field, c.name)
@@ -322,7 +323,7 @@ func TestReadsIndexOff(t *testing.T) {
 		postJSON(t, u+"/v1/query/accounts", `{"limit":5}`, http.StatusNotImplemented, nil),
 		postJSON(t, u+"/v1/lookup/transfers", `{"ids":[1]}`, http.StatusNotImplemented, nil),
 	} {
-		var je jsonError
+		var je jsonapi.Error
 		require.NoError(t, json.Unmarshal([]byte(body), &je), body)
 		assert.EqualValues(t, wire.CodeIndexOff, je.Code, body)
 		assert.Contains(t, je.Error, "Config.Index", body)

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/server/jsonapi"
 	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
@@ -101,7 +102,7 @@ func accountLookupCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				return writeJSON(c.App.Writer, toJSONAccount(&acct, true))
+				return writeJSON(c.App.Writer, jsonapi.NewAccount(&acct, true))
 			}
 			fmt.Fprintf(c.App.Writer, "account %d ledger %d code %d flags %s user_data %d,%d\n", acct.ID, acct.Ledger, acct.Code, flagList(acct.Flags), acct.UserData[0], acct.UserData[1])
 			fmt.Fprintf(c.App.Writer, "debits_posted %d credits_posted %d debits_pending %d credits_pending %d balance %d\n",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lanework/lanework/ledger"
 	"github.com/lanework/lanework/ledger/client"
+	"github.com/lanework/lanework/ledger/server/jsonapi"
 	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
@@ -94,11 +95,7 @@ func historyCommand() *cli.Command {
 				if err != nil {
 					return page{}, err
 				}
-				out := jsonHistory{jsonRead: readJSON(p.ReadInfo), Next: p.Next, Transfers: make([]jsonAccountTransfer, len(p.Transfers))}
-				for i := range p.Transfers {
-					out.Transfers[i] = jsonAccountTransfer{toJSONResult(&p.Transfers[i].Result), toJSONBalance(&p.Transfers[i].Balance)}
-				}
-				return page{p.ReadInfo, p.Next, out, func(w io.Writer) { printHistory(w, a[0], &p) }}, nil
+				return page{p.ReadInfo, p.Next, jsonapi.NewAccountTransfersPage(&p), func(w io.Writer) { printHistory(w, a[0], &p) }}, nil
 			}, pa.cursor)
 		},
 	}
@@ -192,11 +189,7 @@ func queryCommand() *cli.Command {
 						if err != nil {
 							return page{}, err
 						}
-						out := jsonQueryTransfers{jsonRead: readJSON(p.ReadInfo), Next: p.Next, Transfers: make([]*jsonResult, len(p.Transfers))}
-						for i := range p.Transfers {
-							out.Transfers[i] = toJSONResult(&p.Transfers[i])
-						}
-						return page{p.ReadInfo, p.Next, out, func(w io.Writer) {
+						return page{p.ReadInfo, p.Next, jsonapi.NewTransfersPage(&p), func(w io.Writer) {
 							for _, t := range p.Transfers {
 								fmt.Fprintf(w, "tx %d  %s  %s", t.ID, formatTs(t.Timestamp), t.Kind)
 								for _, e := range t.Entries {
@@ -238,11 +231,7 @@ func queryCommand() *cli.Command {
 						if err != nil {
 							return page{}, err
 						}
-						out := jsonAccountsPage{jsonRead: readJSON(p.ReadInfo), Next: p.Next, Accounts: make([]*jsonAccount, len(p.Accounts))}
-						for i := range p.Accounts {
-							out.Accounts[i] = toJSONAccount(&p.Accounts[i], true)
-						}
-						return page{p.ReadInfo, p.Next, out, func(w io.Writer) {
+						return page{p.ReadInfo, p.Next, jsonapi.NewAccountsPage(&p), func(w io.Writer) {
 							for _, a := range p.Accounts {
 								fmt.Fprintf(w, "account %d  ledger %d  code %d  flags %v  user_data %d,%d  balance %d\n",
 									a.ID, a.Ledger, a.Code, a.Flags.Names(), a.UserData[0], a.UserData[1], a.Balance())
@@ -253,48 +242,4 @@ func queryCommand() *cli.Command {
 			},
 		},
 	}
-}
-
-type jsonRead struct {
-	AsOf      ledger.TxID `json:"as_of"`
-	Through   ledger.TxID `json:"through"`
-	Committed ledger.TxID `json:"committed"`
-}
-
-func readJSON(r ledger.ReadInfo) jsonRead { return jsonRead{r.AsOf, r.Through, r.Committed} }
-
-type jsonAccountBalance struct {
-	TxID           ledger.TxID `json:"tx_id"`
-	Timestamp      int64       `json:"timestamp"`
-	DebitsPosted   uint64      `json:"debits_posted"`
-	CreditsPosted  uint64      `json:"credits_posted"`
-	DebitsPending  uint64      `json:"debits_pending"`
-	CreditsPending uint64      `json:"credits_pending"`
-}
-
-func toJSONBalance(b *ledger.AccountBalance) jsonAccountBalance {
-	return jsonAccountBalance{b.TxID, b.Timestamp, b.DebitsPosted, b.CreditsPosted, b.DebitsPending, b.CreditsPending}
-}
-
-type jsonAccountTransfer struct {
-	*jsonResult
-	Balance jsonAccountBalance `json:"balance"`
-}
-
-type jsonHistory struct {
-	jsonRead
-	Next      ledger.Cursor         `json:"next"`
-	Transfers []jsonAccountTransfer `json:"transfers"`
-}
-
-type jsonQueryTransfers struct {
-	jsonRead
-	Next      ledger.Cursor `json:"next"`
-	Transfers []*jsonResult `json:"transfers"`
-}
-
-type jsonAccountsPage struct {
-	jsonRead
-	Next     ledger.Cursor  `json:"next"`
-	Accounts []*jsonAccount `json:"accounts"`
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lanework/lanework/ledger"
 	"github.com/lanework/lanework/ledger/client"
+	"github.com/lanework/lanework/ledger/server/jsonapi"
 	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
@@ -223,9 +224,9 @@ func submitChain(c *cli.Context, ops []ledger.Op) error {
 		return err
 	}
 	if c.Bool("json") {
-		out := make([]*jsonResult, len(res))
+		out := make([]*jsonapi.Result, len(res))
 		for i := range res {
-			out[i] = toJSONResult(&res[i])
+			out[i] = jsonapi.NewResult(&res[i])
 		}
 		if err := writeJSON(c.App.Writer, out); err != nil {
 			return err
@@ -265,7 +266,7 @@ func submit(c *cli.Context, op ledger.Op) error {
 		return err
 	}
 	if c.Bool("json") {
-		if err := writeJSON(c.App.Writer, toJSONResult(&res)); err != nil {
+		if err := writeJSON(c.App.Writer, jsonapi.NewResult(&res)); err != nil {
 			return err
 		}
 	}

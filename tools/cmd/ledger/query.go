@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lanework/lanework/ledger"
+	"github.com/lanework/lanework/ledger/server/jsonapi"
 	"github.com/lanework/lanework/tools/internal/exitcode"
 )
 
@@ -28,7 +29,7 @@ func balanceCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				return writeJSON(c.App.Writer, jsonBalance{Account: a[0], Balance: b})
+				return writeJSON(c.App.Writer, jsonapi.Balance{Account: a[0], Balance: b})
 			}
 			fmt.Fprintln(c.App.Writer, b)
 			return nil
@@ -66,9 +67,9 @@ func txCommand() *cli.Command {
 			}
 			w := c.App.Writer
 			if c.Bool("json") {
-				out := jsonTx{ID: uint64(id), Status: lv.String()}
+				out := jsonapi.Tx{ID: uint64(id), Status: lv.String()}
 				if lv >= ledger.Committed {
-					out.Result = toJSONResult(&res)
+					out.Result = jsonapi.NewResult(&res)
 				}
 				return writeJSON(w, out)
 			}
@@ -109,7 +110,7 @@ func indexesCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				return writeJSON(c.App.Writer, jsonIndexes(x))
+				return writeJSON(c.App.Writer, jsonapi.Indexes(x))
 			}
 			fmt.Fprintf(c.App.Writer, "sequenced %d\ncomputed  %d (lag %d)\ncommitted %d (lag %d)\nsnapshot  %d (lag %d)\n",
 				x.Sequenced, x.Computed, x.Sequenced-x.Computed, x.Committed, x.Computed-x.Committed,
@@ -141,7 +142,7 @@ func snapshotCommand() *cli.Command {
 				return fmt.Errorf("snapshot: %w", err)
 			}
 			if c.Bool("json") {
-				return writeJSON(c.App.Writer, jsonSnapshot{TxID: tx})
+				return writeJSON(c.App.Writer, jsonapi.Snapshot{TxID: tx})
 			}
 			fmt.Fprintf(c.App.Writer, "snapshot at tx %d\n", tx)
 			return nil
