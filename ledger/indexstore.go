@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -35,12 +36,18 @@ func indexStoreOptions(cfg *Config) *pebble.Options {
 }
 
 // openIndexStore opens (or creates) the index's store. One that does not
-// open is removed and created anew: the caller rebuilds the index.
+// open because it is damaged is removed and created anew: the caller
+// rebuilds the index. One that does not open for a reason of the host is
+// left alone and the error returned: removing it would cost a rebuild, or,
+// if retention has removed the WAL it was built from, the history itself.
 func openIndexStore(cfg *Config) (*pebble.DB, error) {
 	dir := cfg.FS.PathJoin(cfg.Dir, indexDir)
 	db, err := pebble.Open(dir, indexStoreOptions(cfg))
 	if err == nil {
 		return db, nil
+	}
+	if oerr := openError(dir, "", err); hostError(err) || errors.Is(oerr, ErrLocked) {
+		return nil, oerr
 	}
 	log.Printf("ledger: %s: the history index's store does not open (%v): removed, the index is rebuilt", cfg.Dir, err)
 	if rerr := cfg.FS.RemoveAll(dir); rerr != nil {
@@ -50,6 +57,15 @@ func openIndexStore(cfg *Config) (*pebble.DB, error) {
 		return nil, openError(dir, "", err)
 	}
 	return db, nil
+}
+
+// hostError says whether err is the host's (an I/O error, a full disk, no
+// permission, too many open files, a lock another process holds): a
+// system call's error other than a missing file. A missing file, a
+// checksum or a parse error is the store's damage.
+func hostError(err error) bool {
+	var errno syscall.Errno
+	return errors.As(err, &errno) && errno != syscall.ENOENT
 }
 
 // closeIndexStore flushes the index's memtables (it has no log to replay
