@@ -268,11 +268,13 @@ func (c *conn) frameError(h wire.Header, err error) {
 
 // closeSlow closes a connection whose client does not take its answers:
 // a write blocked past WriteTimeout, or the kernel gave up on answers the
-// client left unacknowledged that long (boundUnacked).
+// client left unacknowledged that long (boundUnacked). The kernel cannot
+// tell a client that does not read from one whose host is gone: both end
+// here.
 func (c *conn) closeSlow() {
 	if c.slowed.CompareAndSwap(false, true) {
 		c.s.m.slowClosed.Add(1)
-		c.s.cfg.Logger.Warn("ledger server: closing connection that does not read", "remote", c.nc.RemoteAddr().String())
+		c.s.cfg.Logger.Warn("ledger server: closing connection that does not take its answers (not reading, or unreachable)", "remote", c.nc.RemoteAddr().String())
 	}
 	c.kill()
 }
