@@ -386,7 +386,14 @@ func (l *Ledger) close() error {
 	l.ckptMu.Lock() // a checkpoint being written finishes first
 	defer l.ckptMu.Unlock()
 	werr := l.wal.Close()
-	err := l.db.Close()
+	// A clean Close flushes pebble's memtable, so that the next Open does
+	// not replay pebble's log, twice (its read-only and read-write opens),
+	// and flush it then (see docs/ledger.md, "Replay without copies").
+	var ferr error
+	if l.storageErr() == nil && werr == nil {
+		ferr = l.db.Flush()
+	}
+	err := errors.Join(ferr, l.db.Close())
 	return errors.Join(l.storageErr(), werr, err, closeIndexStore(l.ixdb))
 }
 

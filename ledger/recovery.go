@@ -412,15 +412,12 @@ func replayTx(t *walTx, rs *recovered, hint *[2]uint64) error {
 		// and undo on mismatch.
 		for i := 0; i < t.n; i++ {
 			e := t.entry(i)
-			cur := rs.bal[cells[i]].Load()
-			nv, ok := addInt64(cur, e.Delta)
-			if !ok || nv != e.Value {
+			if cur, ok := rs.applyEntry(cells[i], e.Delta, e.Value); !ok {
 				for j := i - 1; j >= 0; j-- {
 					rs.store(cells[j], rs.bal[cells[j]].Load()-t.entry(j).Delta)
 				}
-				return fmt.Errorf("tx %d: account %d %v %d%+d recorded as %d", t.id, e.Account, e.Column, cur, e.Delta, e.Value)
+				return entryMismatch(t.id, e.Account, e.Column, cur, e.Delta, e.Value)
 			}
-			rs.store(cells[i], nv)
 		}
 	}
 	if t.userRef != 0 && t.fail != Duplicate {
@@ -436,6 +433,21 @@ func replayTx(t *walTx, rs *recovered, hint *[2]uint64) error {
 		}
 	}
 	return nil
+}
+
+// applyEntry sets cell c to its value plus delta if that is value, and
+// returns the value it held and whether it did.
+func (rs *recovered) applyEntry(c uint64, delta, value int64) (int64, bool) {
+	cur := rs.bal[c].Load()
+	if nv, ok := addInt64(cur, delta); !ok || nv != value {
+		return cur, false
+	}
+	rs.store(c, value)
+	return cur, true
+}
+
+func entryMismatch(id, acct uint64, col Column, cur, delta, value int64) error {
+	return fmt.Errorf("tx %d: account %d %v %d%+d recorded as %d", id, acct, col, cur, delta, value)
 }
 
 // replayWindowTx applies a transaction inside the loaded snapshot's window
