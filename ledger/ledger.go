@@ -173,10 +173,9 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 	if ro != nil {
 		m, err = checkMeta(ro, &cfg)
 		if err == nil && m != nil {
-			rs, err = recoverStateIn(ro, &cfg, mem)
+			rs, err = recoverStateIn(ro, &cfg, mem, !mode.follower)
 		}
-		if err == nil && rs != nil && !mode.follower {
-			rs.workc = copyWorkAhead(cfg.MaxAccounts, rs)
+		if err == nil && rs != nil {
 			defer rs.workc.wait() // on every path: the goroutine ends within Open
 		}
 		if err == nil && cfg.DedupRetention > 0 {
@@ -203,7 +202,7 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 		err = writeMeta(db, &cfg, m.CreatedUnixNs)
 	}
 	if err == nil && rs == nil {
-		rs, err = recoverStateIn(db, &cfg, mem)
+		rs, err = recoverStateIn(db, &cfg, mem, false)
 	}
 	if err != nil {
 		db.Close()

@@ -292,8 +292,13 @@ func (rs *recovered) applyPipeGroup(g *replayGroup) error {
 	}
 	for i := range items {
 		it := &items[i]
+		h := &rs.plainHints[i]
+		*h = [2]uint64{}
 		for j := uint8(0); j < it.n && it.slow < 0; j++ {
-			sl, _ := t.peekSlot(it.acct[j])
+			sl, home := t.peekSlot(it.acct[j])
+			if home {
+				h[j] = sl + 1
+			}
 			s += uint64(rs.bal[cellsPerAccount*sl].Load())
 		}
 	}
@@ -304,7 +309,7 @@ func (rs *recovered) applyPipeGroup(g *replayGroup) error {
 		if it.slow >= 0 {
 			err = replayTx(&g.txs[it.slow], rs, &rs.hints[it.slow])
 		} else {
-			err = rs.replayPlain(it)
+			err = rs.replayPlain(it, &rs.plainHints[i])
 		}
 		if err != nil {
 			return err
@@ -315,16 +320,20 @@ func (rs *recovered) applyPipeGroup(g *replayGroup) error {
 
 // replayPlain applies a plain transaction (plainTx) as replayTx would:
 // every account must exist, and each entry's resulting value must be its
-// cell plus its delta.
-func (rs *recovered) replayPlain(it *replayItem) error {
+// cell plus its delta. hint holds the slots plus one the touch found at
+// their homes (0: look up).
+func (rs *recovered) replayPlain(it *replayItem, hint *[2]uint64) error {
 	if it.id != rs.last+1 {
 		return fmt.Errorf("tx %d follows %d", it.id, rs.last)
 	}
 	var cells [2]uint64
 	for i := uint8(0); i < it.n; i++ {
-		s, ok := rs.accts.slot(it.acct[i])
-		if !ok {
-			return fmt.Errorf("tx %d: account %d was never created", it.id, it.acct[i])
+		s := hint[i] - 1
+		if hint[i] == 0 {
+			var ok bool
+			if s, ok = rs.accts.slot(it.acct[i]); !ok {
+				return fmt.Errorf("tx %d: account %d was never created", it.id, it.acct[i])
+			}
 		}
 		cells[i] = cell(s, it.col[i])
 	}
