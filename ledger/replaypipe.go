@@ -37,17 +37,20 @@ const (
 	maxTxData = 8*maxExpiryPerTx + (MaxLegs+2*maxExpiryPerTx)*entryLen
 )
 
-// replayGroup is up to touchAhead transactions of one batch, in items:
-// a plain one as the cells its entries change (plainTx), any other as an
-// index into txs, decoded, with its entries and expired ids copied into
-// data (the scanned payload is valid only during Scan's call).
+// replayGroup is up to touchAhead transactions of one batch, in items.
+// A plain transfer or deposit is its item alone, an account creation its
+// item and its account in created, any other transaction its item and its
+// walTx in txs, with its entries and expired ids copied into data (the
+// scanned payload is valid only during Scan's call).
 type replayGroup struct {
-	items  [touchAhead]replayItem
-	n      int // items
-	txs    [touchAhead]walTx
-	nslow  int // txs
-	lastTs int64
-	data   [groupData]byte
+	items   [touchAhead]replayItem
+	n       int // items
+	created [touchAhead]acctMeta
+	ncr     int
+	txs     [touchAhead]walTx
+	ntx     int
+	lastTs  int64
+	data    [groupData]byte
 	// The batch, for errors: its segment, offset and transactions.
 	seg         wal.Segment
 	off         int64
@@ -56,19 +59,26 @@ type replayGroup struct {
 	end         bool  // the scan ended (replayPipe.res, .err); no items
 }
 
-// replayItem is one transaction of a group: a plain one (slow < 0) as its
-// id and its entries; any other as the index of its walTx in the group.
-// One cache line: the applier of a plain transaction reads this, never
-// the walTx or the entry bytes.
+// replayItem is one transaction of a group, in one cache line: the
+// applier of a plain one reads this, never a walTx or the entry bytes.
 type replayItem struct {
-	id    uint64
-	slow  int32
+	id   uint64
+	at   int32 // itemCreate: index into created; itemTx: into txs
+	form uint8
+	// itemPlain: its entries.
 	n     uint8
 	col   [2]Column
 	acct  [2]uint64
 	delta [2]int64
 	value [2]int64
 }
+
+// Item forms.
+const (
+	itemPlain  = iota // plainTx: no account creation, UserRef, Duplicate, expiry, pending, post or void; at most two entries
+	itemCreate        // a successful account creation without UserRef
+	itemTx            // any other
+)
 
 // errHandedOver stops Scan after the reader handed a decoding error to
 // the applier in a group, or after the applier stopped.
@@ -216,6 +226,13 @@ func (p *replayPipe) decode(b *batchReader, seg wal.Segment, off int64) error {
 					it.setPlain(id, es[:])
 					continue
 				}
+				if id, ts, ok := b.nextCreate(&g.created[g.ncr]); ok {
+					g.lastTs = ts
+					g.n++
+					it.id, it.form, it.at = id, itemCreate, int32(g.ncr)
+					g.ncr++
+					continue
+				}
 			}
 			var ok bool
 			if ok, err = b.next(t); err != nil || !ok {
@@ -226,11 +243,11 @@ func (p *replayPipe) decode(b *batchReader, seg wal.Segment, off int64) error {
 			if p.plainTx(t, it) {
 				continue
 			}
-			it.id, it.slow = t.id, int32(g.nslow)
-			x := &g.txs[g.nslow]
+			it.id, it.form, it.at = t.id, itemTx, int32(g.ntx)
+			x := &g.txs[g.ntx]
 			*x = *t
 			used = x.copyRaw(g.data[:], used)
-			g.nslow++
+			g.ntx++
 		}
 		g.err = err
 		more := err == nil && b.i < b.count
@@ -270,31 +287,37 @@ func (it *replayItem) setPlain(id uint64, es []Entry) {
 		e := &es[i]
 		it.acct[i], it.col[i], it.delta[i], it.value[i] = e.Account, e.Column, e.Delta, e.Value
 	}
-	it.id, it.slow, it.n = id, -1, uint8(len(es))
+	it.id, it.form, it.n = id, itemPlain, uint8(len(es))
 }
 
 // applyPipeGroup is applyGroup for a group of items: it touches what they
-// will read (touchReplay's two rounds), then replays them in order.
+// will read (touchReplay's two rounds: index entries at their homes, then
+// the cells through them), then replays them in order.
 func (rs *recovered) applyPipeGroup(g *replayGroup) error {
 	if g.n == 0 {
 		return nil
 	}
 	rs.lastTs = g.lastTs
-	rs.touchReplay(g.txs[:g.nslow])
+	rs.touchReplay(g.txs[:g.ntx])
 	items := g.items[:g.n]
 	t := rs.accts
 	var s uint64
 	for i := range items {
 		it := &items[i]
-		for j := uint8(0); j < it.n && it.slow < 0; j++ {
-			s += t.peekHome(it.acct[j])
+		switch it.form {
+		case itemPlain:
+			for j := uint8(0); j < it.n; j++ {
+				s += t.peekHome(it.acct[j])
+			}
+		case itemCreate:
+			s += t.peekHome(g.created[it.at].id)
 		}
 	}
 	for i := range items {
 		it := &items[i]
 		h := &rs.plainHints[i]
 		*h = [2]uint64{}
-		for j := uint8(0); j < it.n && it.slow < 0; j++ {
+		for j := uint8(0); j < it.n && it.form == itemPlain; j++ {
 			sl, home := t.peekSlot(it.acct[j])
 			if home {
 				h[j] = sl + 1
@@ -306,15 +329,32 @@ func (rs *recovered) applyPipeGroup(g *replayGroup) error {
 	for i := range items {
 		it := &items[i]
 		var err error
-		if it.slow >= 0 {
-			err = replayTx(&g.txs[it.slow], rs, &rs.hints[it.slow])
-		} else {
+		switch it.form {
+		case itemPlain:
 			err = rs.replayPlain(it, &rs.plainHints[i])
+		case itemCreate:
+			err = rs.replayCreate(it.id, &g.created[it.at])
+		default:
+			err = replayTx(&g.txs[it.at], rs, &rs.hints[it.at])
 		}
 		if err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// replayCreate applies a successful account creation without UserRef
+// after the snapshot's window (nextCreate) as replayTx would.
+func (rs *recovered) replayCreate(id uint64, m *acctMeta) error {
+	if id != rs.last+1 {
+		return fmt.Errorf("tx %d follows %d", id, rs.last)
+	}
+	if err := insertRecovered(rs.accts, *m); err != nil {
+		return fmt.Errorf("tx %d: %w", id, err)
+	}
+	rs.last = id
+	rs.replayed++
 	return nil
 }
 
@@ -374,7 +414,7 @@ func (p *replayPipe) claim() *replayGroup {
 		bo.wait()
 	}
 	g := &p.groups[p.next]
-	g.n, g.nslow, g.err, g.end = 0, 0, nil, false
+	g.n, g.ncr, g.ntx, g.err, g.end = 0, 0, 0, nil, false
 	return g
 }
 

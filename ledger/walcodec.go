@@ -586,6 +586,25 @@ func balance(posted, pending *sum128, e *Entry) {
 	}
 }
 
+// nextCreate decodes the next transaction into m if it is a successful
+// account creation without UserRef, which next accepts; for any other it
+// returns false and changes nothing, as nextPlain.
+func (b *batchReader) nextCreate(m *acctMeta) (id uint64, ts int64, ok bool) {
+	if b.i == b.count {
+		return 0, 0, false
+	}
+	d := b.data[b.off:]
+	if len(d) < txHeaderLen+accountLen || d[0] != byte(KindCreateAccount) || FailReason(d[1]) != OK ||
+		binary.LittleEndian.Uint16(d[2:]) != 0 {
+		return 0, 0, false
+	}
+	*m = decodeAccount(d[txHeaderLen:])
+	id, ts = b.first+b.i, b.base+int64(binary.LittleEndian.Uint32(d[4:]))
+	b.off += txHeaderLen + accountLen
+	b.i++
+	return id, ts, true
+}
+
 // nextPlain decodes the next transaction into es if it is a plain deposit
 // or transfer that next accepts: not failed, no UserRef or expiry, two
 // entries, transfer fields (if any) without pending, post or void. For any
