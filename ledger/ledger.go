@@ -387,7 +387,8 @@ func (l *Ledger) close() error {
 	werr := l.wal.Close()
 	// A clean Close flushes pebble's memtable, so that the next Open does
 	// not replay pebble's log, twice (its read-only and read-write opens),
-	// and flush it then (see docs/ledger.md, "Replay without copies").
+	// and flush it then (docs/ledger.md, "Replay in cache lines, and the
+	// Opens around it").
 	var ferr error
 	if l.storageErr() == nil && werr == nil {
 		ferr = l.db.Flush()

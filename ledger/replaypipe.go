@@ -14,9 +14,16 @@ import (
 // reading, chunk and batch checksums, the log's rules), chains the batch
 // hashes and decodes each batch into groups of up to touchAhead
 // transactions; the Open goroutine touches and applies each group in
-// order (applyGroup). The groups live in a fixed array recycled through
-// an SPSC ring of their indexes, so the replay allocates nothing per
-// batch. The result is the sequential replay's: groups apply in log
+// order (applyPipeGroup). A plain deposit or transfer crosses to the
+// applier as one cache line (replayItem: ids, columns, deltas, values),
+// an account creation as that line and its account, any other
+// transaction decoded in full (walTx) with its entry bytes copied: the
+// applier reads what it applies and nothing else, and the reader decodes
+// the common forms without filling a walTx (nextPlain, nextCreate), each
+// accepting only what next accepts, byte for byte; replayPlain and
+// replayCreate apply them exactly as replayTx would. The groups live in
+// a fixed array recycled through an SPSC ring of their indexes, so the
+// replay allocates nothing per batch. The result is the sequential replay's: groups apply in log
 // order, an apply error stops the reader, and an error the reader meets
 // (a decoding error, a Scan refusal) is returned once everything before
 // it has applied.
