@@ -173,10 +173,9 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 	if ro != nil {
 		m, err = checkMeta(ro, &cfg)
 		if err == nil && m != nil {
-			rs, err = recoverStateIn(ro, &cfg, mem)
+			rs, err = recoverStateIn(ro, &cfg, mem, !mode.follower)
 		}
-		if err == nil && rs != nil && !mode.follower {
-			rs.workc = copyWorkAhead(cfg.MaxAccounts, rs)
+		if err == nil && rs != nil {
 			defer rs.workc.wait() // on every path: the goroutine ends within Open
 		}
 		if err == nil && cfg.DedupRetention > 0 {
@@ -203,7 +202,7 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 		err = writeMeta(db, &cfg, m.CreatedUnixNs)
 	}
 	if err == nil && rs == nil {
-		rs, err = recoverStateIn(db, &cfg, mem)
+		rs, err = recoverStateIn(db, &cfg, mem, false)
 	}
 	if err != nil {
 		db.Close()
@@ -386,7 +385,15 @@ func (l *Ledger) close() error {
 	l.ckptMu.Lock() // a checkpoint being written finishes first
 	defer l.ckptMu.Unlock()
 	werr := l.wal.Close()
-	err := l.db.Close()
+	// A clean Close flushes pebble's memtable, so that the next Open does
+	// not replay pebble's log, twice (its read-only and read-write opens),
+	// and flush it then (docs/ledger.md, "Replay in cache lines, and the
+	// Opens around it").
+	var ferr error
+	if l.storageErr() == nil && werr == nil {
+		ferr = l.db.Flush()
+	}
+	err := errors.Join(ferr, l.db.Close())
 	return errors.Join(l.storageErr(), werr, err, closeIndexStore(l.ixdb))
 }
 

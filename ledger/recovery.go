@@ -44,11 +44,12 @@ type recovered struct {
 	// the history index to catch up from when it leads (0: no floor).
 	walFloor uint64
 	// replayBatch's scratch, kept across batches.
-	txs   *[touchAhead]walTx
-	cells [MaxLegs + 2*maxExpiryPerTx]uint64
-	hints [touchAhead][2]uint64 // touchReplay's slots for replayTx
-	op    bookOp
-	sink  uint64 // keeps touchReplay's loads
+	txs        *[touchAhead]walTx
+	cells      [MaxLegs + 2*maxExpiryPerTx]uint64
+	hints      [touchAhead][2]uint64 // touchReplay's slots for replayTx
+	plainHints [touchAhead][2]uint64 // applyPipeGroup's for replayPlain
+	op         bookOp
+	sink       uint64 // keeps touchReplay's loads
 	// lastTs is the timestamp of the last transaction replayBatch decoded.
 	lastTs int64
 }
@@ -84,12 +85,14 @@ type recoveryInfo struct {
 // checks that each such account's chunk value was one of its balances in the
 // window and that the balances sum to zero after S1.
 func recoverState(db *pebble.DB, cfg *Config) (*recovered, error) {
-	return recoverStateIn(db, cfg, newRecoveryMem(cfg.MaxAccounts))
+	return recoverStateIn(db, cfg, newRecoveryMem(cfg.MaxAccounts), false)
 }
 
 // recoverStateIn is recoverState in mem, allocated for cfg.MaxAccounts
-// and not used before.
-func recoverStateIn(db *pebble.DB, cfg *Config, mem *recoveryMem) (*recovered, error) {
+// and not used before. With workAhead it starts the working cells' copy
+// (rs.workc) once the replay is done, beside the checks after it; on an
+// error it waits for the copy before it returns.
+func recoverStateIn(db *pebble.DB, cfg *Config, mem *recoveryMem, workAhead bool) (*recovered, error) {
 	rs := &recovered{snapAccounts: 1, bal: mem.bal, accts: mem.accts, dedup: newDedup(cfg.DedupWindow),
 		book: newPendingBook(fateRetentionOf(cfg)), closed: mem.closed}
 	if err := loadNewestSnapshot(db, cfg, rs); err != nil {
@@ -98,20 +101,34 @@ func recoverStateIn(db *pebble.DB, cfg *Config, mem *recoveryMem) (*recovered, e
 	if err := replayWAL(db, cfg, rs); err != nil {
 		return nil, err
 	}
-	if rs.last < rs.snapEnd {
-		return nil, &CorruptError{Key: idKey(prefixSnapshot, rs.snapshot), FirstTx: TxID(rs.last + 1), LastTx: TxID(rs.snapEnd),
-			Reason: fmt.Sprintf("transactions missing from the WAL: snapshot %d holds balances up to tx %d", rs.snapshot, rs.snapEnd)}
+	if workAhead {
+		rs.workc = copyWorkAhead(cfg.MaxAccounts, rs)
 	}
-	if err := zeroSum(rs.bal); err != nil {
-		return nil, &CorruptError{File: walDir, LastTx: TxID(rs.last), Reason: err.Error() + " after replay"}
-	}
-	if err := pendingSums(rs.bal, rs.accts, rs.book); err != nil {
-		return nil, &CorruptError{File: walDir, LastTx: TxID(rs.last), Reason: err.Error() + " after replay"}
+	if err := rs.checkReplayed(); err != nil {
+		rs.workc.wait()
+		return nil, err
 	}
 	// The Snapshotter's window is the Transactor's, in id order.
 	rs.dedup.fifo.trim(rs.last+1, rs.dedup.forget)
 	rs.refs = rs.dedup.fifo.entries()
 	return rs, nil
+}
+
+// checkReplayed checks the state the replay reached: every transaction
+// the snapshot holds replayed, zero sums, and pending columns that are
+// the sums of the open pending transfers. It only reads rs.
+func (rs *recovered) checkReplayed() error {
+	if rs.last < rs.snapEnd {
+		return &CorruptError{Key: idKey(prefixSnapshot, rs.snapshot), FirstTx: TxID(rs.last + 1), LastTx: TxID(rs.snapEnd),
+			Reason: fmt.Sprintf("transactions missing from the WAL: snapshot %d holds balances up to tx %d", rs.snapshot, rs.snapEnd)}
+	}
+	if err := zeroSum(rs.bal); err != nil {
+		return &CorruptError{File: walDir, LastTx: TxID(rs.last), Reason: err.Error() + " after replay"}
+	}
+	if err := pendingSums(rs.bal, rs.accts, rs.book); err != nil {
+		return &CorruptError{File: walDir, LastTx: TxID(rs.last), Reason: err.Error() + " after replay"}
+	}
+	return nil
 }
 
 // zeroSum checks the ledger's invariant over all cells: debits_posted and
@@ -412,15 +429,12 @@ func replayTx(t *walTx, rs *recovered, hint *[2]uint64) error {
 		// and undo on mismatch.
 		for i := 0; i < t.n; i++ {
 			e := t.entry(i)
-			cur := rs.bal[cells[i]].Load()
-			nv, ok := addInt64(cur, e.Delta)
-			if !ok || nv != e.Value {
+			if cur, ok := rs.applyEntry(cells[i], e.Delta, e.Value); !ok {
 				for j := i - 1; j >= 0; j-- {
 					rs.store(cells[j], rs.bal[cells[j]].Load()-t.entry(j).Delta)
 				}
-				return fmt.Errorf("tx %d: account %d %v %d%+d recorded as %d", t.id, e.Account, e.Column, cur, e.Delta, e.Value)
+				return entryMismatch(t.id, e.Account, e.Column, cur, e.Delta, e.Value)
 			}
-			rs.store(cells[i], nv)
 		}
 	}
 	if t.userRef != 0 && t.fail != Duplicate {
@@ -436,6 +450,21 @@ func replayTx(t *walTx, rs *recovered, hint *[2]uint64) error {
 		}
 	}
 	return nil
+}
+
+// applyEntry sets cell c to its value plus delta if that is value, and
+// returns the value it held and whether it did.
+func (rs *recovered) applyEntry(c uint64, delta, value int64) (int64, bool) {
+	cur := rs.bal[c].Load()
+	if nv, ok := addInt64(cur, delta); !ok || nv != value {
+		return cur, false
+	}
+	rs.store(c, value)
+	return cur, true
+}
+
+func entryMismatch(id, acct uint64, col Column, cur, delta, value int64) error {
+	return fmt.Errorf("tx %d: account %d %v %d%+d recorded as %d", id, acct, col, cur, delta, value)
 }
 
 // replayWindowTx applies a transaction inside the loaded snapshot's window

@@ -36,11 +36,11 @@ func newWorkCells(maxAccounts uint64) []int64 {
 	return w
 }
 
-// workCopy is newWork run on a goroutine of its own once the recovery is
-// final: allocating and filling the working cells (32 MB for 1M accounts,
-// bound by memory bandwidth) overlaps the rest of Open (pebble's
-// read-write open, the account records' check), and the Transactor's
-// start waits for it.
+// workCopy is newWork run on a goroutine of its own once the replay is
+// done: allocating and filling the working cells (32 MB for 1M accounts,
+// bound by memory bandwidth) overlaps the rest of Open (the checks of the
+// replayed state, pebble's read-write open, the account records' check),
+// and the Transactor's start waits for it.
 type workCopy struct {
 	done chan struct{}
 	w    []int64

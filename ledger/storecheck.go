@@ -53,7 +53,9 @@ func openChecked(fs vfs.FS, dir string) (*pebble.DB, error) {
 	if err := checkManifest(fs, dir, names); err != nil {
 		return nil, err
 	}
-	db, err := pebble.Open(dir, &pebble.Options{FS: fs, ReadOnly: true, Logger: quietLogger{}, EventListener: corruptionListener()})
+	// No table statistics: nothing here picks compactions, and Close
+	// waits for their loading (tens of milliseconds after a flush).
+	db, err := pebble.Open(dir, &pebble.Options{FS: fs, ReadOnly: true, DisableTableStats: true, Logger: quietLogger{}, EventListener: corruptionListener()})
 	if err != nil {
 		err = openError(dir, " read-only", err)
 		if errors.Is(err, ErrLocked) {

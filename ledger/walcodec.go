@@ -562,15 +562,7 @@ func (b *batchReader) next(t *walTx) (bool, error) {
 		if i < t.nexp && (e.Column != DebitsPending+Column(i%2) || e.Delta > 0) {
 			return false, fmt.Errorf("%w: tx %d expiry entry %d is %v %+d", errBatch, t.id, i, e.Column, e.Delta)
 		}
-		s := &posted
-		if e.Column >= DebitsPending {
-			s = &pending
-		}
-		if e.Column == DebitsPosted || e.Column == DebitsPending {
-			s.sub(e.Delta)
-		} else {
-			s.add(e.Delta)
-		}
+		balance(&posted, &pending, &e)
 	}
 	if !posted.zero() || !pending.zero() {
 		return false, fmt.Errorf("%w: tx %d debits and credits differ", errBatch, t.id)
@@ -578,6 +570,90 @@ func (b *batchReader) next(t *walTx) (bool, error) {
 	b.off += p + t.n*entryLen
 	b.i++
 	return true, nil
+}
+
+// balance adds e's delta to the credits-minus-debits sum of its kind of
+// column (e.Column is valid).
+func balance(posted, pending *sum128, e *Entry) {
+	s := posted
+	if e.Column >= DebitsPending {
+		s = pending
+	}
+	if e.Column == DebitsPosted || e.Column == DebitsPending {
+		s.sub(e.Delta)
+	} else {
+		s.add(e.Delta)
+	}
+}
+
+// nextCreate decodes the next transaction into m if it is a successful
+// account creation without UserRef, which next accepts; for any other it
+// returns false and changes nothing, as nextPlain.
+func (b *batchReader) nextCreate(m *acctMeta) (id uint64, ts int64, ok bool) {
+	if b.i == b.count {
+		return 0, 0, false
+	}
+	d := b.data[b.off:]
+	if len(d) < txHeaderLen+accountLen || d[0] != byte(KindCreateAccount) || FailReason(d[1]) != OK ||
+		binary.LittleEndian.Uint16(d[2:]) != 0 {
+		return 0, 0, false
+	}
+	*m = decodeAccount(d[txHeaderLen:])
+	id, ts = b.first+b.i, b.base+int64(binary.LittleEndian.Uint32(d[4:]))
+	b.off += txHeaderLen + accountLen
+	b.i++
+	return id, ts, true
+}
+
+// nextPlain decodes the next transaction into es if it is a plain deposit
+// or transfer that next accepts: not failed, no UserRef or expiry, two
+// entries, transfer fields (if any) without pending, post or void. For any
+// other it returns false and changes nothing: next decodes it, and names
+// what is wrong. It skips what next fills in a walTx, which the replay of
+// such a transaction does not read.
+func (b *batchReader) nextPlain(es *[2]Entry) (id uint64, ts int64, ok bool) {
+	if b.i == b.count {
+		return 0, 0, false
+	}
+	d := b.data[b.off:]
+	if len(d) < txHeaderLen+xferLen+2*entryLen {
+		return 0, 0, false
+	}
+	h, kind := d[0], Kind(d[0]&kindMask)
+	if h&^(kindMask|hasXferFlag) != 0 || FailReason(d[1]) != OK || binary.LittleEndian.Uint16(d[2:]) != 2 ||
+		(kind != KindDeposit && kind != KindTransfer) {
+		return 0, 0, false
+	}
+	p := txHeaderLen
+	if h&hasXferFlag != 0 {
+		f := TransferFlags(binary.LittleEndian.Uint16(d[p+6:]))
+		if kind != KindTransfer || !f.valid() || f&(Pending|resolving) != 0 {
+			return 0, 0, false
+		}
+		p += xferLen
+	}
+	var posted, pending sum128
+	for i := range es {
+		e := &es[i]
+		r := d[p+i*entryLen:]
+		*e = Entry{
+			Account: binary.LittleEndian.Uint64(r),
+			Column:  Column(r[8]),
+			Delta:   int64(binary.LittleEndian.Uint64(r[9:])),
+			Value:   int64(binary.LittleEndian.Uint64(r[17:])),
+		}
+		if e.Column >= numColumns || e.Value < 0 {
+			return 0, 0, false
+		}
+		balance(&posted, &pending, e)
+	}
+	if !posted.zero() || !pending.zero() {
+		return 0, 0, false
+	}
+	id, ts = b.first+b.i, b.base+int64(binary.LittleEndian.Uint32(d[4:]))
+	b.off += p + 2*entryLen
+	b.i++
+	return id, ts, true
 }
 
 // record rebuilds the ring record t was encoded from, as far as encoding
