@@ -248,8 +248,9 @@ func BenchmarkSubmitParallel(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
 }
 
-// BenchmarkRecovery times Open replaying a WAL of 5M transactions (no
-// snapshot); tx/s is the replay rate.
+// BenchmarkRecovery times Open replaying a WAL of 1M account creations and
+// 5M transfers (no snapshot); tx/s is the replay rate, the whole Open
+// counted.
 func BenchmarkRecovery(b *testing.B) {
 	const n = 5_000_000
 	cfg := Config{Dir: b.TempDir(), MaxAccounts: 1_000_000, SnapshotEvery: -1}
@@ -269,6 +270,7 @@ func BenchmarkRecovery(b *testing.B) {
 	}
 	b.ResetTimer()
 	var el time.Duration
+	var replayed uint64
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
 		l, err := Open(cfg)
@@ -276,14 +278,18 @@ func BenchmarkRecovery(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if got := l.recovered.replayed; got < n {
+		if got := l.recovered.replayed; got < n+1_000_000 {
 			b.Fatalf("replayed %d", got)
 		}
+		replayed += l.recovered.replayed
 		b.StopTimer()
 		l.Close()
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(n)*float64(b.N)/el.Seconds(), "tx/s")
+	// Every transaction the Open replayed, the creations too; transfers/s
+	// counts the 5M transfers alone (what this reported before).
+	b.ReportMetric(float64(replayed)/el.Seconds(), "tx/s")
+	b.ReportMetric(float64(n)*float64(b.N)/el.Seconds(), "transfers/s")
 }
 
 // BenchmarkClosedLoopCommit submits one transaction at a time and waits for
