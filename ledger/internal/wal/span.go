@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 )
 
 // Reading part of a record in place. A record of pebble's WAL-sync format
@@ -44,12 +45,12 @@ func PayloadOffset(start, k int64) int64 {
 // or last), a length that fills its block unless it is the record's last,
 // and that the record reaches from+n. Any failure is a *CorruptError
 // naming the file and the offset of the chunk (or of the record, for a
-// span it does not hold).
+// span it does not hold). dst's spare room is its scratch: with room for
+// the span and one block (32 KiB) beyond it, ReadSpan allocates nothing.
 func ReadSpan(r io.ReaderAt, file string, seq uint64, start, from, n int64, dst []byte) ([]byte, error) {
 	if start < 0 || start%blockSize > blockSize-chunkHeader || from < 0 || n < 0 {
 		return dst, &CorruptError{File: file, Offset: start, Reason: fmt.Sprintf("no record span at %d, payload bytes %d+%d", start, from, n)}
 	}
-	var buf [blockSize]byte
 	for at, end := from, from+n; at < end; {
 		// The chunk holding payload byte at: its offset, its payload's
 		// first byte, and whether it is the record's first chunk.
@@ -59,7 +60,10 @@ func ReadSpan(r io.ReaderAt, file string, seq uint64, start, from, n int64, dst 
 			chunk, first = p&^(blockSize-1), false
 		}
 		base := at - (p - chunk - chunkHeader) // payload index of the chunk's first byte
-		blk := buf[:blockSize-chunk%blockSize]
+		// The chunk is read into dst's spare room, checked, and the
+		// span's bytes moved down to dst's end.
+		dst = slices.Grow(dst, blockSize)
+		blk := dst[len(dst) : len(dst)+int(blockSize-chunk%blockSize)]
 		got, err := r.ReadAt(blk, chunk)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return dst, fmt.Errorf("wal: read %s: %w", file, err)
@@ -89,7 +93,7 @@ func ReadSpan(r io.ReaderAt, file string, seq uint64, start, from, n int64, dst 
 		if at >= base+length || last && stop < end {
 			return dst, &CorruptError{File: file, Offset: start, Reason: fmt.Sprintf("record of %d payload bytes holds no bytes %d..%d", base+length, from, end-1)}
 		}
-		dst = append(dst, blk[chunkHeader+at-base:chunkHeader+stop-base]...)
+		dst = dst[:len(dst)+copy(blk, blk[chunkHeader+at-base:chunkHeader+stop-base])]
 		at = stop
 	}
 	return dst, nil

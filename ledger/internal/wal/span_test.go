@@ -199,9 +199,10 @@ func BenchmarkReadSpan(b *testing.B) {
 	require.NoError(b, err)
 	defer f.Close()
 	const span = 256 * 70
-	buf := make([]byte, 0, span)
+	buf := make([]byte, 0, span+blockSize)
 	rng := rand.New(rand.NewPCG(3, 4))
 	b.SetBytes(span)
+	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
 		from := 1 + rng.Int64N(int64(len(rec))-span-1)
