@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"runtime"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -331,7 +332,14 @@ func TestDamageBeforeStaleSyncedOffset(t *testing.T) {
 	require.NoError(t, err)
 	for i := uint64(1); i <= 4; i++ {
 		require.NoError(t, w.Append(batch(i, i, 300), i, i))
+		// The second batch leaves the sparse first segment once its
+		// successor is prepared: wait for that, so that records 2 to 4
+		// share a segment (not always so when the preparer was slow).
+		for i == 1 && len(w.prepDone) == 0 {
+			runtime.Gosched()
+		}
 	}
+	require.Equal(t, uint64(2), w.current().Seq)
 	crashed := crash(t, w, fs)
 	seg := w.current()
 	var offs []int64
