@@ -372,8 +372,10 @@ type xferFields struct {
 // account returns entry i's account (its first field).
 func (t *walTx) account(i int) uint64 { return binary.LittleEndian.Uint64(t.raw[i*entryLen:]) }
 
-func (t *walTx) entry(i int) Entry {
-	b := t.raw[i*entryLen:]
+func (t *walTx) entry(i int) Entry { return decodeEntry(t.raw[i*entryLen:]) }
+
+// decodeEntry decodes the entry at the start of b (entryLen bytes).
+func decodeEntry(b []byte) Entry {
 	return Entry{
 		Account: binary.LittleEndian.Uint64(b),
 		Column:  Column(b[8]),
@@ -635,13 +637,7 @@ func (b *batchReader) nextPlain(es *[2]Entry) (id uint64, ts int64, ok bool) {
 	var posted, pending sum128
 	for i := range es {
 		e := &es[i]
-		r := d[p+i*entryLen:]
-		*e = Entry{
-			Account: binary.LittleEndian.Uint64(r),
-			Column:  Column(r[8]),
-			Delta:   int64(binary.LittleEndian.Uint64(r[9:])),
-			Value:   int64(binary.LittleEndian.Uint64(r[17:])),
-		}
+		*e = decodeEntry(d[p+i*entryLen:])
 		if e.Column >= numColumns || e.Value < 0 {
 			return 0, 0, false
 		}
