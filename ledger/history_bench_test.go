@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"flag"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lanework/lanework/ledger/internal/wal"
 )
 
 var (
@@ -278,11 +278,12 @@ func BenchmarkIndexApply(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer ixdb.Close()
-	ix := newIndexWriter(ixdb, l.accts, accounts)
+	ix := newIndexWriter(ixdb, nil, l.accts, accounts)
 	defer ix.b.Close()
 	ix.from, ix.last = 1<<40, 1<<40-1 // ids far above the ledger's own
 	ops := benchOps(snapshotterRun, accounts)
 	recs := make([]txRecord, snapshotterRun)
+	var pos []txPos
 	var cells cellSource = liveCells(l.readable)
 	next, ts := ix.last+1, time.Now().UnixNano()
 	b.ReportAllocs()
@@ -311,19 +312,16 @@ func BenchmarkIndexApply(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		// The encodings the WAL stage would hand over.
-		raw, enc := encodeBatch(ix.raw[:0], recs[:k], math.MaxInt)
-		if enc != k {
-			b.Fatalf("encoded %d of %d", enc, k)
-		}
-		ix.raw, ix.txs = raw, ix.txs[:0]
-		off := uint32(batchHeaderLen)
+		// Where the WAL stage's record would hold them (nothing reads it).
+		rec := walRef{seq: 1, segFirst: 1, last: recs[k-1].id, base: recs[0].ts}
+		pos = pos[:0]
+		off := uint32(wal.HeaderRoom + batchHeaderLen)
 		for i := range recs[:k] {
 			n := uint32(recs[i].encodedLen())
-			ix.txs = append(ix.txs, rawTx{off: off, n: n})
+			pos = append(pos, txPos{ref: ix.refFor(&rec), off: off, n: n})
 			off += n
 		}
-		if err := ix.apply(recs[:k]); err != nil {
+		if err := ix.apply(recs[:k], pos); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	installKeptLinks()
 	goleak.VerifyTestMain(m)
 }
 
