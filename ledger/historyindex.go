@@ -111,10 +111,10 @@ type indexWriter struct {
 	curOff uint32
 	// raw holds encodings of transactions that have no record to refer
 	// to (a cut's copied block, rewritten): refs of seq 0.
-	raw  []byte
-	henc []byte // the encodings of the history records pending (hpend)
-	kept *keptSegments
-	val  []byte
+	raw   []byte
+	henc  []byte // the encodings of the history records pending (hpend)
+	kept  *keptSegments
+	val   []byte
 	pval  []byte
 	posts []blockPosting
 	// lastPost is, per field, the index in posts of the value posted last.

@@ -27,7 +27,9 @@ func installKeptLinks() {
 	}
 }
 
-func isSegmentName(n string) bool { return len(n) == 16+1+16+4 && strings.HasSuffix(n, ".wal") && n[16] == '-' }
+func isSegmentName(n string) bool {
+	return len(n) == 16+1+16+4 && strings.HasSuffix(n, ".wal") && n[16] == '-'
+}
 
 func (fs keptLinkFS) Rename(oldname, newname string) error {
 	dir, name := filepath.Split(newname)

@@ -139,11 +139,11 @@ type Ledger struct {
 	// The history and query indexes (historyindex.go): written by the
 	// Snapshotter; nil without Config.Index or on a follower.
 	ix      *indexWriter
-	ixdb    *pebble.DB          // the index's own store (indexstore.go), ix.db; nil without ix
+	ixdb    *pebble.DB            // the index's own store (indexstore.go), ix.db; nil without ix
 	walRefs *ringbuf.SPSC[walRef] // WAL stage -> Snapshotter: each batch's record, for ix (indexhandoff.go)
 	kept    *keptSegments         // reads the records ix's blocks refer to; nil without ix
-	ixWaits waitList            // reads waiting for the index to hold a transaction (waitIndexed)
-	ixCatch catchUpStats        // what Open did to the index
+	ixWaits waitList              // reads waiting for the index to hold a transaction (waitIndexed)
+	ixCatch catchUpStats          // what Open did to the index
 	_       pad
 	indexed atomic.Uint64 // Snapshotter: last transaction in the index
 }
