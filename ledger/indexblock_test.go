@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -236,4 +237,74 @@ func TestCheckpointCopiesRefBlocks(t *testing.T) {
 	require.NoError(t, err)
 	checkIndex(t, n, newHistModel(all), rng)
 	require.NoError(t, n.Close())
+}
+
+// TestRefBlockReadsConcurrent: reads through references from several
+// goroutines, over more kept segments than stay open, while the ledger
+// writes: every answer is the transaction asked for.
+func TestRefBlockReadsConcurrent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 43))
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, SnapshotEvery: 500, WALSegmentSize: 256 << 10, WALMaxBatch: 64, Index: true}
+	l, err := Open(cfg)
+	require.NoError(t, err)
+	accts, all := histRounds(t, l, rng, 60, 200)
+	ctx := context.Background()
+	require.NoError(t, l.waitIndexed(ctx, TxID(len(all))))
+	segs, _, err := listSegments(vfs.Default, cfg.Dir)
+	require.NoError(t, err)
+	require.Greater(t, len(segs), 3)
+	l.kept.keep = 1 // every other segment's read opens it again, and evicts another's
+	stop := make(chan struct{})
+	writer := make(chan error, 1)
+	go func() {
+		ref := uint64(1 << 20)
+		wrng := rand.New(rand.NewPCG(5, 6))
+		for {
+			select {
+			case <-stop:
+				writer <- nil
+				return
+			default:
+			}
+			if _, err := l.SubmitBatchAndWait(ctx, histWorkload(wrng, 50, accts, &ref), Committed); err != nil {
+				writer <- err
+				return
+			}
+		}
+	}()
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			grng := rand.New(rand.NewPCG(7, uint64(g)))
+			for range 200 {
+				ids := make([]TxID, 1+grng.IntN(20))
+				for i := range ids {
+					ids[i] = TxID(1 + grng.IntN(len(all)))
+				}
+				got, _, err := l.LookupTransfers(ctx, ids, 0)
+				if err == nil {
+					for i, r := range got {
+						if r == nil || r.ID != ids[i] || r.Timestamp != all[ids[i]-1].Timestamp {
+							err = fmt.Errorf("lookup of tx %d: %+v", ids[i], r)
+							break
+						}
+					}
+				}
+				if err == nil {
+					_, err = l.QueryTransfers(ctx, TransferFilter{Limit: 1 + grng.IntN(300), Reverse: grng.IntN(2) == 0})
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
+	close(stop)
+	require.NoError(t, <-writer)
+	require.NoError(t, l.Close())
 }

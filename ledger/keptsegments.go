@@ -16,8 +16,9 @@ import (
 // segment. Safe for concurrent reads (ReadAt is a pread; a descriptor in
 // use is never closed under its reader). Ledger.Close closes it.
 type keptSegments struct {
-	fs  vfs.FS
-	dir string
+	fs   vfs.FS
+	dir  string
+	keep int // descriptors kept open when none is in use: keptOpenMax
 
 	mu     sync.Mutex
 	files  []*keptFile // most recently used last
@@ -35,7 +36,7 @@ type keptFile struct {
 }
 
 func newKeptSegments(cfg *Config) *keptSegments {
-	return &keptSegments{fs: cfg.FS, dir: cfg.FS.PathJoin(cfg.Dir, indexDir, walDir)}
+	return &keptSegments{fs: cfg.FS, dir: cfg.FS.PathJoin(cfg.Dir, indexDir, walDir), keep: keptOpenMax}
 }
 
 // rel is the file of r relative to the ledger directory, for errors.
@@ -88,7 +89,7 @@ func (k *keptSegments) acquire(r *walRef) (*keptFile, error) {
 	}
 	kf := &keptFile{seg: seg, f: f, users: 1}
 	k.files = append(k.files, kf)
-	if len(k.files) > keptOpenMax {
+	if len(k.files) > k.keep {
 		for i, old := range k.files[:len(k.files)-1] {
 			if old.users == 0 {
 				k.files = append(k.files[:i], k.files[i+1:]...)
