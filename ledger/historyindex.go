@@ -377,7 +377,7 @@ func isTransfer(r *txRecord) bool { return r.fail == OK && r.kind != KindCreateA
 type rawTx struct{ off, n uint32 }
 
 // blockTx is what a block needs of a transaction: plain values, so that
-// staging a transaction writes 56 bytes and leaves no reference to its
+// staging a transaction writes 48 bytes and leaves no reference to its
 // record's entries.
 type blockTx struct {
 	id, userData uint64 // userData: a transfer's, 0 for the others
