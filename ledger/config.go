@@ -118,7 +118,6 @@ func (c Config) withDefaults() (Config, error) {
 	if c.FS == nil {
 		c.FS = vfs.Default
 	}
-	c.FS = testFS(c.FS)
 	if c.MaxAccounts == 0 {
 		c.MaxAccounts = DefaultMaxAccounts
 	}
@@ -173,7 +172,3 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// testFS wraps the filesystem of every Open in tests (keptlink_test.go:
-// until branch walkeep lands, the tests emulate its links of kept
-// segments). TEMPORARY: goes with walkeep's merge.
-var testFS = func(fs vfs.FS) vfs.FS { return fs }

@@ -52,6 +52,12 @@ func openIndex(db *pebble.DB, cfg *Config, rs *recovered) (*indexWriter, catchUp
 		return nil, cs, err
 	}
 	ix := newIndexWriter(ixdb, newKeptSegments(cfg), rs.accts, cfg.MaxAccounts)
+	// Every live segment kept before the catch-up, whose blocks refer to
+	// them by name.
+	if err := keepLive(cfg, rs.segs); err != nil {
+		ix.b.Close()
+		return nil, cs, errors.Join(err, closeIndexStore(ixdb), ix.kept.close())
+	}
 	if legacy {
 		// The index moved to its own store: whatever that holds is
 		// dropped with the ledger store's copy, and built again.
@@ -195,6 +201,9 @@ func blocksBefore(db *pebble.DB) (bool, error) {
 // transaction, if the WAL still holds it (else from rs.last on).
 func (ix *indexWriter) rebuild(cfg *Config, rs *recovered, cs *catchUpStats) error {
 	ix.hpend, ix.henc, ix.pend, ix.refs, ix.raw = ix.hpend[:0], ix.henc[:0], ix.pend[:0], ix.refs[:0], ix.raw[:0]
+	if err := pruneKept(cfg, rs.segs); err != nil {
+		return err
+	}
 	// A new store has nothing to drop: range tombstones in its memtable
 	// would only cost its flushes.
 	if nonEmpty, err := hasKeys(ix.db); err != nil || nonEmpty {
@@ -227,6 +236,9 @@ func (ix *indexWriter) catchUpOrRestart(cfg *Config, rs *recovered, cs *catchUpS
 	}
 	log.Printf("ledger: %s: the history index reaches tx %d, the WAL starts after it: index restarted at tx %d", cfg.Dir, ix.last, rs.last+1)
 	cs.txs, cs.restarted = 0, true
+	if err := pruneKept(cfg, rs.segs); err != nil {
+		return err
+	}
 	return ix.restart(rs)
 }
 

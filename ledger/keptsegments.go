@@ -21,14 +21,14 @@ type keptSegments struct {
 	keep int // descriptors kept open when none is in use: keptOpenMax
 
 	mu     sync.Mutex
-	files  []*keptFile // most recently used last
+	files  []*keptDesc // most recently used last
 	closed bool
 }
 
 // keptOpenMax is how many descriptors stay open when none is in use.
 const keptOpenMax = 8
 
-type keptFile struct {
+type keptDesc struct {
 	seg   wal.Segment
 	f     vfs.File
 	users int
@@ -36,7 +36,7 @@ type keptFile struct {
 }
 
 func newKeptSegments(cfg *Config) *keptSegments {
-	return &keptSegments{fs: cfg.FS, dir: cfg.FS.PathJoin(cfg.Dir, indexDir, walDir), keep: keptOpenMax}
+	return &keptSegments{fs: cfg.FS, dir: keptDir(cfg), keep: keptOpenMax}
 }
 
 // rel is the file of r relative to the ledger directory, for errors.
@@ -65,7 +65,7 @@ func (k *keptSegments) read(r *walRef, from, n uint32, dst []byte) ([]byte, erro
 	return dst, nil
 }
 
-func (k *keptSegments) acquire(r *walRef) (*keptFile, error) {
+func (k *keptSegments) acquire(r *walRef) (*keptDesc, error) {
 	seg := wal.Segment{Seq: r.seq, First: r.segFirst}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -87,7 +87,7 @@ func (k *keptSegments) acquire(r *walRef) (*keptFile, error) {
 		}
 		return nil, fmt.Errorf("ledger: index: open kept segment: %w", err)
 	}
-	kf := &keptFile{seg: seg, f: f, users: 1}
+	kf := &keptDesc{seg: seg, f: f, users: 1}
 	k.files = append(k.files, kf)
 	if len(k.files) > k.keep {
 		for i, old := range k.files[:len(k.files)-1] {
@@ -101,7 +101,7 @@ func (k *keptSegments) acquire(r *walRef) (*keptFile, error) {
 	return kf, nil
 }
 
-func (k *keptSegments) release(kf *keptFile) {
+func (k *keptSegments) release(kf *keptDesc) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if kf.users--; kf.users == 0 && kf.gone {

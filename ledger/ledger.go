@@ -260,7 +260,11 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 	// transactions after the last one kept (an unborn one is replaced).
 	hash := new(atomic.Uint64) // the replica hash, from here on advanced past each batch appended
 	hash.Store(rs.hash)
-	w, err := wal.Create(walOptions(&cfg, db, hash), rs.segs, rs.last+1)
+	wopts := walOptions(&cfg, db, hash)
+	if ix != nil {
+		wopts.Keep = keptDir(&cfg) // before any batch: the index refers to segments by name
+	}
+	w, err := wal.Create(wopts, rs.segs, rs.last+1)
 	if err != nil {
 		if ix != nil {
 			ix.b.Close()

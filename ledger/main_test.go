@@ -7,7 +7,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	installKeptLinks()
 	goleak.VerifyTestMain(m)
 }
 

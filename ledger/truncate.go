@@ -150,6 +150,9 @@ func truncateDir(fs vfs.FS, dir string, after uint64) (*truncation, error) {
 	// re-encoded with its transactions up to after.
 	opts := walOptions(&cfg, nil, nil)
 	opts.Dir = newDir
+	if opts.FirstSeq, err = nextSeq(&cfg, bounds); err != nil {
+		return nil, err
+	}
 	var w *wal.Writer
 	var buf []byte
 	errStop := errors.New("stop")
@@ -209,6 +212,25 @@ func truncateDir(fs vfs.FS, dir string, after uint64) (*truncation, error) {
 		return nil, err
 	}
 	return finishTruncate(fs, dir, after, rec)
+}
+
+// nextSeq is the first sequence number of the cut log: after every
+// segment the old log had (those in wal/, the newest pebble recorded, and
+// those the index keeps in index/wal/), so that no segment name is used
+// for two files: the index refers to segments by name, and index/wal/ is
+// left as it is.
+func nextSeq(cfg *Config, bounds wal.Bounds) (uint64, error) {
+	last := bounds.Newest
+	for _, d := range []string{cfg.FS.PathJoin(cfg.Dir, walDir), keptDir(cfg)} {
+		segs, _, err := wal.List(cfg.FS, d)
+		if err != nil {
+			return 0, err
+		}
+		if n := len(segs); n > 0 {
+			last = max(last, segs[n-1].Seq)
+		}
+	}
+	return last + 1, nil
 }
 
 // snapSpan is a snapshot's S0 and S1.

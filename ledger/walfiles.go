@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log"
+	"path/filepath"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -74,6 +76,48 @@ func segmentHash(db *pebble.DB, seq uint64) (uint64, bool, error) {
 func writeSeq(db *pebble.DB, key []byte, seq uint64) error {
 	if err := db.Set(key, sealRecord(binary.LittleEndian.AppendUint64(nil, seq)), pebble.Sync); err != nil {
 		return fmt.Errorf("ledger: record WAL segment %d: %w", seq, err)
+	}
+	return nil
+}
+
+// keptDir is where, with the index on, every WAL segment is also
+// hard-linked under its own name (index/wal/): the index's blocks refer to
+// segments by name, and retention, which unlinks the wal/ name, leaves
+// that inode to the index (wal.Options.Keep).
+func keptDir(cfg *Config) string { return cfg.FS.PathJoin(cfg.Dir, indexDir, walDir) }
+
+// keepLive links every live segment missing from index/wal/ (an index
+// turned on again, a crash between a segment's creation and its link). A
+// name in both that is two files is a *CorruptError naming both.
+func keepLive(cfg *Config, segs []wal.Segment) error {
+	_, err := wal.LinkKept(cfg.FS, cfg.FS.PathJoin(cfg.Dir, walDir), keptDir(cfg), segs)
+	return keptError(cfg, err)
+}
+
+// pruneKept empties index/wal/ of every segment but the live ones (which
+// stay linked): the index's history was dropped, and nothing refers to
+// the others.
+func pruneKept(cfg *Config, segs []wal.Segment) error {
+	n, err := wal.PruneKept(cfg.FS, keptDir(cfg), segs)
+	if n > 0 {
+		log.Printf("ledger: %s: the history index starts afresh: %d kept WAL segment(s) removed from %s/%s/", cfg.Dir, n, indexDir, walDir)
+	}
+	return keptError(cfg, err)
+}
+
+func keptError(cfg *Config, err error) error {
+	var ce *wal.ConflictError
+	if errors.As(err, &ce) {
+		rel := func(p string) string {
+			if r, rerr := filepath.Rel(cfg.Dir, p); rerr == nil {
+				return filepath.ToSlash(r)
+			}
+			return p
+		}
+		return &CorruptError{File: rel(ce.Kept), Reason: "not the same file as " + rel(ce.Live) + ": a kept WAL segment is never replaced"}
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: kept WAL segments: %w", err)
 	}
 	return nil
 }

@@ -21,6 +21,15 @@
 // else zeros (O_DIRECT on Linux where the filesystem allows it) and a sync.
 // Removing or retiring a segment also syncs the directory.
 //
+// With Options.Keep (the ledger's index/wal/, with its index on), every
+// new segment is also hard-linked into that directory, and the directory
+// synced, before its first batch: retention then unlinks only the log's
+// name. A file with another link is never recycled; a Writer that keeps
+// allocates its successors (fallocate on Linux) instead of writing zeros,
+// and drops closed segments from the page cache (keep.go). A log that
+// replaces another (the ledger's recover) starts at Options.FirstSeq, so
+// that no name is used twice.
+//
 // # Segment layout
 //
 // A segment is a pebble record stream (record.LogWriter, WAL-sync chunk

@@ -30,6 +30,13 @@ type Options struct {
 	// the first segment of a new log, once durable, and the first one
 	// RemoveBelow keeps, before it removes any file.
 	Oldest func(Segment) error
+	// Keep, if set, is a directory where every new segment is hard-linked
+	// under its own name before any batch is written to it (keep.go).
+	Keep string
+	// FirstSeq is the sequence number of a new log's first segment (1 if
+	// 0): a log that replaces another continues its numbers, so that no
+	// name is used twice.
+	FirstSeq uint64
 }
 
 // Writer appends batches to the newest segment. Append, Close and the
@@ -59,6 +66,13 @@ type Writer struct {
 	fsyncLatency prometheus.Histogram
 	// recycled counts the segments prepared from a retired one.
 	recycled atomic.Uint64
+	// With Options.Keep: the kept directory, for syncs; allocated counts
+	// the segments prepared by fallocate, dropped the closed segments
+	// dropped from the page cache, whose names drop hands the preparer.
+	keepDir   vfs.File
+	allocated atomic.Uint64
+	dropped   atomic.Uint64
+	drop      chan string
 
 	// The preparer prepares prepare.tmp ahead of the next rollover.
 	prepReq  chan struct{}
@@ -106,12 +120,12 @@ func Create(opts Options, segs []Segment, first uint64) (*Writer, error) {
 	}
 	w := &Writer{
 		opts: opts, dir: dir, segs: append([]Segment(nil), segs...), next: first,
-		prepReq: make(chan struct{}, 1), prepDone: make(chan error, 1), quit: make(chan struct{}),
+		prepReq: make(chan struct{}, 1), prepDone: make(chan error, 1), quit: make(chan struct{}), drop: make(chan string, 4),
 		fsyncLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "wal_fsync_seconds", Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16),
 		}),
 	}
-	seq := uint64(1)
+	seq := max(opts.FirstSeq, 1)
 	if len(segs) > 0 {
 		seq = segs[len(segs)-1].Seq + 1
 	}
@@ -122,6 +136,14 @@ func Create(opts Options, segs []Segment, first uint64) (*Writer, error) {
 	if isNotExist(err) {
 		err = nil
 	}
+	if err == nil && opts.Keep != "" {
+		if err = mkdirSynced(opts.FS, opts.Keep); err == nil {
+			w.keepDir, err = opts.FS.OpenDir(opts.Keep)
+		}
+		if err != nil {
+			err = fmt.Errorf("wal: %w", err)
+		}
+	}
 	if err == nil {
 		err = w.prepare(false)
 	}
@@ -131,6 +153,9 @@ func Create(opts Options, segs []Segment, first uint64) (*Writer, error) {
 	if err != nil {
 		if w.lw != nil {
 			w.lw.Close()
+		}
+		if w.keepDir != nil {
+			w.keepDir.Close()
 		}
 		dir.Close()
 		return nil, err
@@ -152,8 +177,10 @@ func (w *Writer) path(name string) string { return w.opts.FS.PathJoin(w.opts.Dir
 // written out, so that writes into it later change data only, never the
 // file's size or its allocation, and fdatasync has no metadata to flush;
 // that is the preparer's job, ahead of a rollover: it recycles a retired
-// segment if one waits (takeSpare), else writes zeros, with O_DIRECT on
-// Linux where it can (zeroFillDirect), and syncs them. Otherwise it is
+// segment if one waits (takeSpare); a Writer that keeps its segments
+// (which it never recycles) allocates one (allocateSpace); else it writes
+// zeros, with O_DIRECT on Linux where it can (zeroFillDirect), and syncs
+// them. Otherwise it is
 // sparse (its last byte written), which costs nothing up front and makes
 // the first syncs into each block slower: the first segment after Open,
 // which must not delay Open by a segment's worth of writes.
@@ -162,6 +189,13 @@ func (w *Writer) prepare(full bool) error {
 	if full {
 		if ok, err := w.takeSpare(p); ok || err != nil {
 			return err
+		}
+		if w.opts.Keep != "" {
+			if done, err := w.allocateSpace(p); err != nil {
+				return fmt.Errorf("wal: prepare segment: %w", err)
+			} else if done {
+				return w.syncPrepared(p)
+			}
 		}
 		if done, err := zeroFillDirect(w.opts.FS, p, w.opts.SegmentSize); err != nil {
 			return fmt.Errorf("wal: prepare segment: %w", err)
@@ -256,6 +290,8 @@ func (w *Writer) runPreparer() {
 		select {
 		case <-w.prepReq:
 			w.prepDone <- w.prepare(true)
+		case name := <-w.drop:
+			w.dropCached(name)
 		case <-w.quit:
 			return
 		}
@@ -263,7 +299,7 @@ func (w *Writer) runPreparer() {
 }
 
 // open makes the prepared file segment seg: renamed, the directory synced,
-// its header written and synced; then Created runs.
+// its header written and synced, kept (Options.Keep); then Created runs.
 func (w *Writer) open(seg Segment) error {
 	var f vfs.File
 	err := w.opts.FS.Rename(w.path(prepareTmp), w.path(seg.Name()))
@@ -284,6 +320,11 @@ func (w *Writer) open(seg Segment) error {
 	w.scratch = encodeHeader(w.scratch[:0], seg, w.size)
 	if err := w.syncRecord(w.scratch); err != nil {
 		return fmt.Errorf("wal: create segment %s: %w", seg.Name(), err)
+	}
+	if w.opts.Keep != "" {
+		if err := w.keepNew(seg); err != nil {
+			return err
+		}
 	}
 	if w.opts.Created != nil {
 		if err := w.opts.Created(seg); err != nil {
@@ -374,6 +415,12 @@ func (w *Writer) rollover(first uint64) error {
 	if err := w.lw.Close(); err != nil { // EOF trailer, synced; closes w.f
 		return fmt.Errorf("wal: close %s: %w", old.Name(), err)
 	}
+	if w.opts.Keep != "" {
+		select { // advisory: a busy preparer may skip one
+		case w.drop <- old.Name():
+		default:
+		}
+	}
 	var err error
 	if w.prepBusy {
 		err = <-w.prepDone
@@ -404,6 +451,9 @@ func (w *Writer) Close() error {
 		if rerr := w.opts.FS.Remove(w.path(name)); rerr != nil && !isNotExist(rerr) && err == nil {
 			err = rerr
 		}
+	}
+	if w.keepDir != nil {
+		err = errors.Join(err, w.keepDir.Close())
 	}
 	return errors.Join(err, w.dir.Close())
 }
@@ -446,9 +496,13 @@ func (w *Writer) RemoveBelow(keep uint64) (int, error) {
 	}
 	w.mu.Unlock()
 	// Oldest first, so that a crash leaves the live segments contiguous;
-	// the newest retired one may become the spare.
+	// the newest retired one may become the spare, unless it is kept (its
+	// inode holds history: a Writer that keeps never recycles, nor does
+	// any other a file with another link).
 	for i, s := range doomed {
-		recycle := i == len(doomed)-1 && (s.Seq > w.sparseSeq || writtenOut(w.opts.FS, w.path(s.Name()), w.opts.SegmentSize))
+		p := w.path(s.Name())
+		recycle := i == len(doomed)-1 && w.opts.Keep == "" &&
+			(s.Seq > w.sparseSeq || writtenOut(w.opts.FS, p, w.opts.SegmentSize)) && !linked(w.opts.FS, p)
 		if err := w.retire(s, recycle); err != nil {
 			return 0, err
 		}
