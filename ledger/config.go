@@ -171,4 +171,3 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, nil
 }
-
