@@ -105,6 +105,7 @@ func (l *Ledger) LookupTransfers(ctx context.Context, ids []TxID, waitFor TxID) 
 				return nil, info, err
 			}
 			if uint64(id) > b.last() {
+				b.count = 0 // not kept: a later id of it seeks again
 				continue
 			}
 			if err := b.load(l.kept); err != nil {
