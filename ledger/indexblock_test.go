@@ -308,3 +308,56 @@ func TestRefBlockReadsConcurrent(t *testing.T) {
 	require.NoError(t, <-writer)
 	require.NoError(t, l.Close())
 }
+
+// TestRefBlockCutInsideRecord: ledger recover may cut the log inside a
+// record; the reference block straddling the cut is written again as a
+// shorter reference to the same record (kept in index/wal/), and the
+// index answers as of the cut, and after new transactions take the ids.
+func TestRefBlockCutInsideRecord(t *testing.T) {
+	cfg, l, rng, all := indexedLedger(t, 47)
+	require.NoError(t, l.Close())
+	bs := walBatches(t, cfg.Dir)
+	victim := bs[len(bs)-2]
+	flipByte(t, victim.file, victim.off+19+int64(victim.size)/2)
+	var rec *batchAt
+	for i := range bs[:len(bs)-2] {
+		if bs[i].last-bs[i].first >= 3 {
+			rec = &bs[i]
+		}
+	}
+	require.NotNil(t, rec)
+	cutAt := rec.first + 1
+	var before block
+	for _, b := range indexBlocks(t, cfg.Dir) {
+		if b.first <= cutAt && cutAt < b.last() {
+			before = b
+		}
+	}
+	require.True(t, before.isRef, "no reference straddles tx %d", cutAt)
+	_, err := truncateDir(nil, cfg.Dir, cutAt)
+	require.NoError(t, err)
+	l, err = Open(cfg)
+	require.NoError(t, err)
+	require.EqualValues(t, uint64(len(all))-cutAt, l.IndexStats().Cut)
+	checkIndex(t, l, newHistModel(all[:cutAt]), rng)
+	accts, err := l.QueryAccounts(context.Background(), AccountQuery{Limit: MaxReadLimit})
+	require.NoError(t, err)
+	ids := make([]uint64, len(accts.Accounts))
+	for i, a := range accts.Accounts {
+		ids[i] = a.ID
+	}
+	ref := uint64(1 << 20)
+	r, err := l.SubmitBatchAndWait(context.Background(), histWorkload(rng, 100, ids, &ref), Committed)
+	require.NoError(t, err)
+	checkIndex(t, l, newHistModel(append(all[:cutAt:cutAt], r...)), rng)
+	require.NoError(t, l.Close())
+	for _, b := range indexBlocks(t, cfg.Dir) {
+		if b.first == before.first {
+			require.True(t, b.isRef)
+			require.Equal(t, cutAt, b.last())
+			require.Equal(t, before.ref, walRef{seq: b.ref.seq, segFirst: b.ref.segFirst, off: b.ref.off, last: before.last(), base: b.ref.base})
+			require.Equal(t, before.from, b.from)
+			require.Less(t, b.n, before.n)
+		}
+	}
+}
