@@ -135,9 +135,27 @@ func (l *Ledger) WriteCheckpoint(ctx context.Context, w io.Writer) (TxID, error)
 		if it, err = ixsnap.NewIter(nil); err != nil {
 			return 0, err
 		}
+		// A reference block goes as a copy: the receiver's WAL has other
+		// segments.
+		var b block
+		var cp []byte
 		for ok := it.First(); ok; ok = it.Next() {
+			v := it.Value()
+			if it.Key()[0] == prefixBlock {
+				err := b.decode(it.Key(), v)
+				if err == nil && b.isRef {
+					if err = b.load(l.kept); err == nil {
+						cp = b.appendCopy(cp[:0])
+						v = cp
+					}
+				}
+				if err != nil {
+					it.Close()
+					return 0, fmt.Errorf("ledger: checkpoint: %w", err)
+				}
+			}
 			binary.LittleEndian.PutUint32(klen[:], uint32(len(it.Key())))
-			if err := cw.put(ckptKV, klen[:], it.Key(), it.Value()); err != nil {
+			if err := cw.put(ckptKV, klen[:], it.Key(), v); err != nil {
 				it.Close()
 				return 0, err
 			}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math"
 	"slices"
 	"sync/atomic"
 
@@ -22,8 +21,10 @@ import (
 // that point into them (catchUpIndex) or cuts what a torn tail took away
 // (cutIndex). Keys (ids big-endian, so that byte order is id order):
 //
-//	"z" + first tx id               block: up to blockMax consecutive transactions, all kinds and
-//	                                outcomes, as one WAL batch encoding plus the offset of each
+//	"z" + first tx id               block: up to blockMax consecutive transactions of one WAL
+//	                                record, all kinds and outcomes: a reference to their bytes in
+//	                                the kept segment index/wal/<name> (indexblock.go), or (checkpoints,
+//	                                builds before) a copy: one WAL batch encoding plus each one's offset
 //	"t" + last ts + first tx id     finds blocks by timestamp (the value: an empty sealed record)
 //	"P" + field + value + first tx  posting: which transfers of block first have field = value
 //	                                (bitmap); fields ledger, and a transfer's non-zero code, user_data
@@ -102,8 +103,17 @@ type indexWriter struct {
 	hpend []histPending
 	ents  []cellEntry // scratch of allEntries
 	nHist int         // accounts with the History flag
-	raw   []byte      // the encodings of the transactions being indexed
-	txs   []rawTx     // each one's in raw
+	// refs are the WAL records of the transactions in pend (blockTx.ref);
+	// cur is the record the next one staged belongs to, curOff its payload
+	// offset (stage).
+	refs   []walRef
+	cur    walRef
+	curOff uint32
+	// raw holds encodings of transactions that have no record to refer
+	// to (a cut's copied block, rewritten): refs of seq 0.
+	raw   []byte
+	henc  []byte // the encodings of the history records pending (hpend)
+	kept  *keptSegments
 	val   []byte
 	pval  []byte
 	posts []blockPosting
@@ -121,10 +131,8 @@ type indexWriter struct {
 	// restart) write it.
 	live bool
 	// pend are the transactions the Snapshotter has applied and not yet
-	// indexed (their encodings in raw, txs); base is len(pend) before the
-	// batch being applied, so that history notes each one's place in pend.
+	// indexed (where their encodings are: refs).
 	pend []blockTx
-	base int
 	// later holds the time keys and postings of the blocks being written:
 	// key, or posting key ++ value (setLater).
 	later []byte
@@ -148,8 +156,8 @@ type liveCells []atomic.Int64
 
 func (c liveCells) load(i uint64) int64 { return c[i].Load() }
 
-func newIndexWriter(db *pebble.DB, accts *accountTable, maxAccounts uint64) *indexWriter {
-	ix := &indexWriter{db: db, accts: accts, hist: make([]uint64, (maxAccounts+63)/64), b: db.NewBatch()}
+func newIndexWriter(db *pebble.DB, kept *keptSegments, accts *accountTable, maxAccounts uint64) *indexWriter {
+	ix := &indexWriter{db: db, kept: kept, accts: accts, hist: make([]uint64, (maxAccounts+63)/64), b: db.NewBatch()}
 	for s := uint64(1); s < accts.n; s++ {
 		if accts.meta[s].flags&History != 0 {
 			ix.hist[s/64] |= 1 << (s % 64)
@@ -211,46 +219,52 @@ func (ix *indexWriter) history(recs []txRecord, i int, cells cellSource) error {
 				side |= sideCredit
 			}
 		}
-		h := histPending{rec: ix.base + i, account: es[j].acct, side: side}
+		h := histPending{account: es[j].acct, tx: r.id, ts: r.ts, side: side}
 		for c := range numColumns {
 			h.cols[c] = cells.load(cell(s, c))
+		}
+		if at := len(ix.henc); len(ix.hpend) > 0 && ix.hpend[len(ix.hpend)-1].tx == r.id {
+			h.enc = ix.hpend[len(ix.hpend)-1].enc // the transaction's other History account
+		} else {
+			// Encoded here: the record goes once the Snapshotter has
+			// moved on from r (History accounts only, so few).
+			n := r.encodedLen()
+			ix.henc = slices.Grow(ix.henc, n)[:at+n]
+			putTx(ix.henc[at:], r, 0)
+			h.enc = rawTx{off: uint32(at), n: uint32(n)}
 		}
 		ix.hpend = append(ix.hpend, h)
 	}
 	return nil
 }
 
-// histPending is a history record to write once the transaction's
-// encoding is at hand (apply).
+// histPending is a history record to write with the next batch.
 type histPending struct {
-	rec     int // index in pend, raw and txs
-	account uint64
-	side    byte
-	cols    [numColumns]int64
+	account, tx uint64
+	ts          int64
+	enc         rawTx // the transaction's encoding in henc, its timestamp ts
+	side        byte
+	cols        [numColumns]int64
 }
 
 // writeHistory adds the pending history records to the batch. A record's
-// transaction is a batch of the one transaction, copied from its encoding
-// in ix.raw with its timestamp the batch's base and the batch checksum 0
-// (the record's checksum covers it), as blocks are.
+// transaction is a batch of the one transaction with the batch checksum 0
+// (the record's checksum covers it).
 func (ix *indexWriter) writeHistory() error {
 	for _, h := range ix.hpend {
-		t, at := &ix.pend[h.rec], ix.txs[h.rec]
 		v := append(ix.val[:0], 0, 0, 0, 0, histTransfer, h.side)
 		for _, c := range h.cols {
 			v = binary.LittleEndian.AppendUint64(v, uint64(c))
 		}
-		v = appendBatchHeader(v, t.id, 1, t.ts)
-		enc := len(v)
-		v = append(v, ix.raw[at.off:at.off+at.n]...)
-		binary.LittleEndian.PutUint32(v[enc+4:], 0)
+		v = appendBatchHeader(v, h.tx, 1, h.ts)
+		v = append(v, ix.henc[h.enc.off:h.enc.off+h.enc.n]...)
 		sealInPlace(v)
 		ix.val = v
-		if err := ix.b.Set(historyKey(ix.key[:0], h.account, t.id), v, nil); err != nil {
+		if err := ix.b.Set(historyKey(ix.key[:0], h.account, h.tx), v, nil); err != nil {
 			return err
 		}
 	}
-	ix.hpend = ix.hpend[:0]
+	ix.hpend, ix.henc = ix.hpend[:0], ix.henc[:0]
 	return nil
 }
 
@@ -359,22 +373,26 @@ func (ix *indexWriter) ledgerOf(r *txRecord) uint32 {
 // isTransfer reports whether r moved money: what QueryTransfers returns.
 func isTransfer(r *txRecord) bool { return r.fail == OK && r.kind != KindCreateAccount }
 
-// rawTx locates one transaction's encoding in indexWriter.raw.
+// rawTx locates one encoding in a byte slice.
 type rawTx struct{ off, n uint32 }
 
-// blockTx is what a block needs of a transaction besides its encoding:
-// plain values, so that staging a transaction writes 40 bytes and leaves
-// no reference to its record's entries.
+// blockTx is what a block needs of a transaction: plain values, so that
+// staging a transaction writes 48 bytes and leaves no reference to its
+// record's entries.
 type blockTx struct {
 	id, userData uint64 // userData: a transfer's, 0 for the others
 	ts           int64
 	ledger       uint32 // posted: ledgerOf
 	code         uint16 // a transfer's, 0 for the others
 	posted       bool   // isTransfer: a posting names it; if not, ledger, code and userData are not set
+	// Where its encoding is: record refs[ref], payload bytes [off, off+n)
+	// (for a ref of seq 0, bytes of raw).
+	ref, off, n uint32
 }
 
-// stageBlockTxs adds what the blocks need of recs to ix.pend.
-func (ix *indexWriter) stageBlockTxs(recs []txRecord) {
+// stageBlockTxs adds what the blocks need of recs to ix.pend, all but
+// where their encodings are, and returns the entries added.
+func (ix *indexWriter) stageBlockTxs(recs []txRecord) []blockTx {
 	at := len(ix.pend)
 	ix.pend = slices.Grow(ix.pend, len(recs))[:at+len(recs)]
 	pend := ix.pend[at:]
@@ -390,27 +408,35 @@ func (ix *indexWriter) stageBlockTxs(recs []txRecord) {
 			t.ledger, t.code, t.userData = ix.ledgerOf(r), 0, 0
 		}
 	}
+	return pend
+}
+
+// refFor returns the index in ix.refs of record w, added if it is not the
+// last there.
+func (ix *indexWriter) refFor(w *walRef) uint32 {
+	if n := len(ix.refs); n == 0 || ix.refs[n-1] != *w {
+		ix.refs = append(ix.refs, *w)
+	}
+	return uint32(len(ix.refs) - 1)
 }
 
 // blocks adds the blocks of the transactions ix.pend, their time keys and
-// postings, and the index state, to the batch. A block is a WAL batch of
-// its transactions, copied from their encodings in ix.raw, ix.txs (the
-// WAL stage's, or Open's catch-up's from the WAL) with the timestamps
-// rebased on the block's first and the batch checksum 0 (the block's
-// checksum covers it).
+// postings, and the index state, to the batch. A block holds transactions
+// of one record: a reference to them (putRefBlock), or a copy of the
+// encodings of a ref of seq 0 (putCopiedBlock).
 func (ix *indexWriter) blocks() error {
 	pend := ix.pend
 	for off := 0; off < len(pend); {
 		n := min(blockMax, len(pend)-off)
-		first, base := pend[off].id, pend[off].ts
+		first, ref := pend[off].id, pend[off].ref
 		ix.posts = ix.posts[:0]
 		ix.lastPost = [4]int{-1, -1, -1, -1}
 		// Most transfers post the ledger of the one before: that run's
 		// bits gather here, without a call, until another ledger's.
 		lp, ledger, run := -1, uint32(0), [blockMax / 64]uint64{}
 		for j, t := range pend[off : off+n] {
-			if d := t.ts - base; d < 0 || d > math.MaxUint32 {
-				n = j // the batch encoding's limit: a new block
+			if t.ref != ref {
+				n = j // a block never spans two records
 				break
 			}
 			if !t.posted {
@@ -437,8 +463,13 @@ func (ix *indexWriter) blocks() error {
 			ix.posts[lp].or(&run)
 		}
 		blk := pend[off : off+n]
-		txs := ix.txs[off : off+n]
-		if err := ix.putBlock(blk, txs); err != nil {
+		var err error
+		if r := &ix.refs[ref]; r.seq != 0 {
+			err = ix.putRefBlock(blk, r)
+		} else {
+			err = ix.putCopiedBlock(blk, r.base)
+		}
+		if err != nil {
 			return err
 		}
 		// The time key and postings go in after every block (below).
@@ -468,42 +499,52 @@ func (ix *indexWriter) blocks() error {
 	return ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil)
 }
 
-// putBlock adds the block of blk, whose encodings txs locates in ix.raw
-// and whose postings ix.posts holds, to the batch. The value is built
-// where the batch holds it: the transactions' encodings, consecutive in
-// ix.raw, in one copy, then each one's timestamp rebased on the block's.
-func (ix *indexWriter) putBlock(blk []blockTx, txs []rawTx) error {
+// putRefBlock adds the reference block of blk, transactions of record r
+// whose postings ix.posts holds, to the batch, built where the batch
+// holds it.
+func (ix *indexWriter) putRefBlock(blk []blockTx, r *walRef) error {
 	n, np := len(blk), len(ix.posts)
-	first, base := blk[0].id, blk[0].ts
-	start, end := txs[0].off, txs[n-1].off+txs[n-1].n
-	head := 12 + np*17 // checksum, count, postings' count, postings
-	op := ix.b.SetDeferred(1+8, head+4*n+batchHeaderLen+int(end-start))
+	op := ix.b.SetDeferred(1+8, 12+np*17+refLen)
 	op.Key[0] = prefixBlock
-	binary.BigEndian.PutUint64(op.Key[1:], first)
-	// Appended within the room reserved (the length check below says so).
-	v := append(op.Value[:0], 0, 0, 0, 0)
-	v = binary.LittleEndian.AppendUint32(v, uint32(n))
-	v = binary.LittleEndian.AppendUint32(v, uint32(np))
-	for i := range ix.posts {
-		pv := ix.posts[i].key()
-		v = append(v, ix.posts[i].field)
-		v = append(v, pv[:]...)
-	}
-	for _, t := range txs {
-		v = binary.LittleEndian.AppendUint32(v, batchHeaderLen+t.off-start)
-	}
-	v = appendBatchHeader(v, first, uint32(n), base)
-	body := len(v)
-	v = append(v, ix.raw[start:end]...)
+	binary.BigEndian.PutUint64(op.Key[1:], blk[0].id)
+	v := appendBlockHead(op.Value[:0], uint32(n)|refBlockBit, ix.posts)
+	from := blk[0].off
+	v = appendRef(v, r, from, blk[n-1].off+blk[n-1].n-from)
 	if len(v) != len(op.Value) || &v[0] != &op.Value[0] {
-		return fmt.Errorf("ledger: index: block of tx %d: %d bytes built, %d reserved", first, len(v), len(op.Value))
-	}
-	bv, blk := v[body:], blk[:len(txs)]
-	for j, t := range txs {
-		binary.LittleEndian.PutUint32(bv[t.off-start+4:], uint32(blk[j].ts-base))
+		return fmt.Errorf("ledger: index: block of tx %d: %d bytes built, %d reserved", blk[0].id, len(v), len(op.Value))
 	}
 	sealInPlace(v)
 	return op.Finish()
+}
+
+// putCopiedBlock adds the copied block of blk, whose encodings are
+// consecutive in ix.raw with timestamps based on base, to the batch.
+func (ix *indexWriter) putCopiedBlock(blk []blockTx, base int64) error {
+	n := len(blk)
+	start, end := blk[0].off, blk[n-1].off+blk[n-1].n
+	v := appendBlockHead(ix.val[:0], uint32(n), ix.posts)
+	for _, t := range blk {
+		v = binary.LittleEndian.AppendUint32(v, batchHeaderLen+t.off-start)
+	}
+	v = appendBatchHeader(v, blk[0].id, uint32(n), base)
+	v = append(v, ix.raw[start:end]...)
+	sealInPlace(v)
+	ix.val = v
+	return ix.b.Set(idKey(prefixBlock, blk[0].id), v, nil)
+}
+
+// appendBlockHead appends a block value's head: the checksum's room, the
+// count word and the postings' fields and values.
+func appendBlockHead(v []byte, count uint32, posts []blockPosting) []byte {
+	v = append(v, 0, 0, 0, 0)
+	v = binary.LittleEndian.AppendUint32(v, count)
+	v = binary.LittleEndian.AppendUint32(v, uint32(len(posts)))
+	for i := range posts {
+		pv := posts[i].key()
+		v = append(v, posts[i].field)
+		v = append(v, pv[:]...)
+	}
+	return v
 }
 
 // setLater adds the time keys and postings blocks left in ix.later, the
@@ -598,17 +639,23 @@ func (ix *indexWriter) commit() error {
 	return nil
 }
 
-// apply indexes recs, whose encodings ix.raw and ix.txs hold, as one
+// apply indexes recs, whose encodings pos locates (refs, raw), as one
 // pebble batch. The history records were noted by history as each
-// transaction was applied. Open's catch-up, cut and restart.
-func (ix *indexWriter) apply(recs []txRecord) error {
+// transaction was applied. Open's catch-up and cut.
+func (ix *indexWriter) apply(recs []txRecord, pos []txPos) error {
 	ix.pend = ix.pend[:0]
-	ix.stageBlockTxs(recs)
+	pend := ix.stageBlockTxs(recs)
+	for i := range pend {
+		pend[i].ref, pend[i].off, pend[i].n = pos[i].ref, pos[i].off, pos[i].n
+	}
 	return ix.write()
 }
 
-// write indexes the transactions staged in ix.pend, ix.raw and ix.txs as
-// one pebble batch, and empties them.
+// txPos is where a transaction's encoding is: blockTx's ref, off, n.
+type txPos struct{ ref, off, n uint32 }
+
+// write indexes the transactions staged in ix.pend as one pebble batch,
+// and empties them.
 func (ix *indexWriter) write() error {
 	if err := ix.writeHistory(); err != nil {
 		return err
@@ -620,7 +667,7 @@ func (ix *indexWriter) write() error {
 		return err
 	}
 	ix.written.Add(uint64(len(ix.pend)))
-	ix.pend, ix.raw, ix.txs = ix.pend[:0], ix.raw[:0], ix.txs[:0]
+	ix.pend, ix.refs, ix.raw = ix.pend[:0], ix.refs[:0], ix.raw[:0]
 	return nil
 }
 
@@ -661,67 +708,13 @@ func readIndexState(db *pebble.DB) (from, last uint64, ok bool, err error) {
 	}
 	defer it.Close()
 	if it.Last() {
-		b, err := decodeBlock(it.Key(), it.Value())
-		if err != nil {
-			return 0, 0, false, &CorruptError{Key: clone(it.Key()), Reason: "index block: " + err.Error()}
+		var b block
+		if err := b.decode(it.Key(), it.Value()); err != nil {
+			return 0, 0, false, err
 		}
 		last = max(last, b.last())
 	}
 	return from, last, true, it.Error()
-}
-
-// block is a decoded block value.
-type block struct {
-	first uint64
-	count int
-	posts []byte // count x {field, value[16]}
-	offs  []byte // count x u32
-	batch []byte
-}
-
-func decodeBlock(k, v []byte) (block, error) {
-	first, ok := parseIDKey(prefixBlock, k)
-	if !ok {
-		return block{}, errors.New("malformed block key")
-	}
-	body, err := openRecord(v)
-	if err != nil {
-		return block{}, err
-	}
-	if len(body) < 8 {
-		return block{}, fmt.Errorf("%d-byte block", len(body))
-	}
-	n, np := int(binary.LittleEndian.Uint32(body)), int(binary.LittleEndian.Uint32(body[4:]))
-	body = body[8:]
-	if n < 1 || n > blockMax || np > 3*n || // ledger, code, user_data per transfer
-		len(body) < np*17+n*4+batchHeaderLen {
-		return block{}, fmt.Errorf("block of %d transactions, %d postings in %d bytes", n, np, len(body))
-	}
-	b := block{first: first, count: n, posts: body[:np*17], offs: body[np*17 : np*17+n*4], batch: body[np*17+n*4:]}
-	if binary.LittleEndian.Uint64(b.batch[4:]) != first || int(binary.LittleEndian.Uint32(b.batch[12:])) != n {
-		return block{}, errors.New("block header does not match its key")
-	}
-	return b, nil
-}
-
-func (b *block) last() uint64 { return b.first + uint64(b.count) - 1 }
-
-// tx decodes transaction id of the block into t.
-func (b *block) tx(id uint64, t *walTx) error {
-	i := int(id - b.first)
-	br, err := parseBatch(b.batch)
-	if err != nil {
-		return err
-	}
-	br.off, br.i = int(binary.LittleEndian.Uint32(b.offs[i*4:])), uint64(i)
-	if br.off < batchHeaderLen || br.off > len(b.batch) {
-		return fmt.Errorf("%w: tx %d at offset %d", errBatch, id, br.off)
-	}
-	ok, err := br.next(t)
-	if err == nil && !ok {
-		err = fmt.Errorf("%w: tx %d missing", errBatch, id)
-	}
-	return err
 }
 
 // histRecord is a decoded history record.

@@ -51,11 +51,12 @@ func openIndex(db *pebble.DB, cfg *Config, rs *recovered) (*indexWriter, catchUp
 	if err != nil {
 		return nil, cs, err
 	}
-	ix := newIndexWriter(ixdb, rs.accts, cfg.MaxAccounts)
+	ix := newIndexWriter(ixdb, newKeptSegments(cfg), rs.accts, cfg.MaxAccounts)
 	// Every live segment kept before the catch-up, whose blocks refer to
 	// them by name.
 	if err := keepLive(cfg, rs.segs); err != nil {
-		return nil, cs, errors.Join(err, closeIndexStore(ixdb))
+		ix.b.Close()
+		return nil, cs, errors.Join(err, closeIndexStore(ixdb), ix.kept.close())
 	}
 	if legacy {
 		// The index moved to its own store: whatever that holds is
@@ -76,7 +77,7 @@ func openIndex(db *pebble.DB, cfg *Config, rs *recovered) (*indexWriter, catchUp
 	}
 	if err != nil {
 		ix.b.Close()
-		return nil, cs, errors.Join(err, closeIndexStore(ixdb))
+		return nil, cs, errors.Join(err, closeIndexStore(ixdb), ix.kept.close())
 	}
 	cs.took = time.Since(t0)
 	return ix, cs, nil
@@ -151,13 +152,36 @@ func (ix *indexWriter) bringUp(cfg *Config, rs *recovered, cs *catchUpStats) err
 	case last > rs.last:
 		cs.cut = last - rs.last
 		return ix.cut(rs)
-	case last < rs.last:
+	}
+	// The last block is read through: an index whose kept segments are
+	// gone or damaged is found here (and rebuilt), not by the first read.
+	if err := ix.checkLastBlock(); err != nil {
+		return err
+	}
+	if last < rs.last {
 		return ix.catchUpOrRestart(cfg, rs, cs)
 	}
 	if err := ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil); err != nil {
 		return err
 	}
 	return ix.commit()
+}
+
+// checkLastBlock reads the index's last block through its reference.
+func (ix *indexWriter) checkLastBlock() error {
+	it, err := prefixIter(ix.db, prefixBlock)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	if !it.Last() {
+		return it.Error()
+	}
+	var b block
+	if err := b.decode(it.Key(), it.Value()); err != nil {
+		return err
+	}
+	return b.load(ix.kept)
 }
 
 // blocksBefore reports whether the index's store holds blocks under the
@@ -176,7 +200,7 @@ func blocksBefore(db *pebble.DB) (bool, error) {
 // rebuild drops every index key and builds the index from the first
 // transaction, if the WAL still holds it (else from rs.last on).
 func (ix *indexWriter) rebuild(cfg *Config, rs *recovered, cs *catchUpStats) error {
-	ix.hpend, ix.raw, ix.txs = ix.hpend[:0], ix.raw[:0], ix.txs[:0]
+	ix.hpend, ix.henc, ix.pend, ix.refs, ix.raw = ix.hpend[:0], ix.henc[:0], ix.pend[:0], ix.refs[:0], ix.raw[:0]
 	if err := pruneKept(cfg, rs.segs); err != nil {
 		return err
 	}
@@ -284,10 +308,12 @@ func (ix *indexWriter) catchUp(cfg *Config, rs *recovered) (gap bool, err error)
 	cells := tailCells{}
 	seeded := map[uint64]bool{}
 	recs := make([]txRecord, 0, snapshotterRun)
+	pos := make([]txPos, 0, snapshotterRun)
 	var t walTx
 	first := uint64(0)
 	_, err = wal.Scan(walOptions(cfg, nil, nil), wal.Bounds{}, from, func(seg wal.Segment, off int64, p []byte) error {
 		b, err := parseBatch(p) // Scan verified its checksum
+		rec := walRef{seq: seg.Seq, segFirst: seg.First, off: recordStart(off), last: b.last(), base: b.base}
 		for err == nil {
 			var more bool
 			at := b.off
@@ -297,8 +323,8 @@ func (ix *indexWriter) catchUp(cfg *Config, rs *recovered) (gap bool, err error)
 			if t.id < from {
 				continue
 			}
-			ix.txs = append(ix.txs, rawTx{off: uint32(len(ix.raw)), n: uint32(b.off - at)})
-			ix.raw = append(ix.raw, p[at:b.off]...)
+			// Payload byte 0 is the record's type (wal.HeaderRoom).
+			pos = append(pos, txPos{ref: ix.refFor(&rec), off: uint32(wal.HeaderRoom + at), n: uint32(b.off - at)})
 			if first == 0 {
 				if first = t.id; first != from {
 					return errGap
@@ -326,8 +352,8 @@ func (ix *indexWriter) catchUp(cfg *Config, rs *recovered) (gap bool, err error)
 				}
 			}
 			if err = ix.history(recs, len(recs)-1, cells); err == nil && len(recs) == cap(recs) {
-				err = ix.apply(recs)
-				recs, ix.raw, ix.txs = recs[:0], ix.raw[:0], ix.txs[:0]
+				err = ix.apply(recs, pos)
+				recs, pos = recs[:0], pos[:0]
 			}
 		}
 		if err != nil {
@@ -346,7 +372,7 @@ func (ix *indexWriter) catchUp(cfg *Config, rs *recovered) (gap bool, err error)
 		return false, walError(err)
 	}
 	if len(recs) > 0 {
-		err = ix.apply(recs)
+		err = ix.apply(recs, pos)
 	}
 	return false, err
 }
@@ -406,17 +432,44 @@ func (ix *indexWriter) cut(rs *recovered) error {
 	after := rs.last
 	slot := rs.accts.n // the slots of the creations cut, in order
 	var keep []txRecord
+	var pos []txPos
 	ok := it.SeekLT(idKey(prefixBlock, after+1))
 	if !ok {
 		ok = it.First()
 	}
+	var b block
+	var enc []byte
+	var at []uint32
+	blind := false
 	for ; ok; ok = it.Next() {
-		b, err := decodeBlock(it.Key(), it.Value())
-		if err != nil {
-			return &CorruptError{Key: clone(it.Key()), Reason: "index block: " + err.Error()}
+		if err := b.decode(it.Key(), it.Value()); err != nil {
+			return err
 		}
 		if b.last() <= after {
 			continue
+		}
+		if err := b.load(ix.kept); err != nil {
+			var ce *CorruptError
+			if !errors.As(err, &ce) || b.first <= after {
+				return err
+			}
+			// The cut's records are often the damaged ones: the block
+			// goes without its transactions read (cutBlind, below).
+			log.Printf("ledger: index: cutting the block of tx %d..%d unread (%v)", b.first, b.last(), err)
+			blind = true
+			if err := ix.dropBlockKeys(&b); err != nil {
+				return err
+			}
+			continue
+		}
+		// The transactions kept of the block are written again: a
+		// reference's to its record, a copy's copied again.
+		enc, at = b.encodings(at)
+		keptRef := walRef{base: b.ref.base}
+		if b.isRef {
+			keptRef = b.ref
+		} else if br, err := parseBatch(b.batch); err == nil {
+			keptRef.base = br.base
 		}
 		var t walTx
 		for id := b.first; id <= b.last(); id++ {
@@ -424,13 +477,17 @@ func (ix *indexWriter) cut(rs *recovered) error {
 				return &CorruptError{Key: clone(it.Key()), Reason: "index block: " + err.Error()}
 			}
 			if id <= after {
-				at := binary.LittleEndian.Uint32(b.offs[(id-b.first)*4:])
-				end := uint32(len(b.batch))
+				i := id - b.first
+				end := uint32(len(enc))
 				if id < b.last() {
-					end = binary.LittleEndian.Uint32(b.offs[(id-b.first+1)*4:])
+					end = at[i+1]
 				}
-				ix.txs = append(ix.txs, rawTx{off: uint32(len(ix.raw)), n: end - at})
-				ix.raw = append(ix.raw, b.batch[at:end]...)
+				p := txPos{ref: ix.refFor(&keptRef), off: b.from + at[i], n: end - at[i]}
+				if !b.isRef {
+					p.off = uint32(len(ix.raw))
+					ix.raw = append(ix.raw, enc[at[i]:end]...)
+				}
+				pos = append(pos, p)
 				r := t.record()
 				es := r.entries()
 				for i := range es {
@@ -473,9 +530,14 @@ func (ix *indexWriter) cut(rs *recovered) error {
 	if err := it.Error(); err != nil {
 		return err
 	}
+	if blind {
+		if err := ix.cutBlind(after, rs.accts.n); err != nil {
+			return err
+		}
+	}
 	ix.last = after
 	if len(keep) > 0 {
-		return ix.apply(keep)
+		return ix.apply(keep, pos)
 	}
 	if err := ix.b.Set(indexStateKey, encodeIndexState(ix.from, ix.last), nil); err != nil {
 		return err
@@ -492,11 +554,43 @@ func (ix *indexWriter) dropBlock(b *block) error {
 	tk := append(ix.key[:0], prefixBlockTime)
 	tk = binary.BigEndian.AppendUint64(tk, tsKey(t.ts))
 	tk = binary.BigEndian.AppendUint64(tk, b.first)
-	err := errors.Join(ix.b.Delete(idKey(prefixBlock, b.first), nil), ix.b.Delete(tk, nil))
+	return errors.Join(ix.b.Delete(tk, nil), ix.dropBlockKeys(b))
+}
+
+// dropBlockKeys deletes block b and its postings.
+func (ix *indexWriter) dropBlockKeys(b *block) error {
+	err := ix.b.Delete(idKey(prefixBlock, b.first), nil)
 	for p := b.posts; len(p) >= 17; p = p[17:] {
 		var v [16]byte
 		copy(v[:], p[1:17])
 		err = errors.Join(err, ix.b.Delete(postingKey(ix.key[:0], prefixTxPosting, p[0], &v, b.first), nil))
 	}
 	return err
+}
+
+// cutBlind deletes what a cut after tx after could not find through
+// blocks it could not read: every time key of a block after it, history
+// record of a transaction after it, and account posting of a slot from
+// slot on (the accounts it created). Whole scans, but only of a cut that
+// met damage.
+func (ix *indexWriter) cutBlind(after, slot uint64) error {
+	for _, c := range [...]struct {
+		p    byte
+		at   int // where the key holds the id
+		from uint64
+	}{{prefixBlockTime, 9, after + 1}, {prefixHistory, 9, after + 1}, {prefixAcctPosting, 18, slot}} {
+		it, err := prefixIter(ix.db, c.p)
+		if err != nil {
+			return err
+		}
+		for ok := it.First(); ok && err == nil; ok = it.Next() {
+			if k := it.Key(); len(k) >= c.at+8 && beU64(k[c.at:]) >= c.from {
+				err = ix.b.Delete(k, nil)
+			}
+		}
+		if err = errors.Join(err, it.Error(), it.Close()); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -2,24 +2,26 @@ package ledger
 
 import (
 	"fmt"
-	"math/bits"
-	"slices"
 
 	"github.com/lanework/lanework/ledger/internal/wal"
 	"github.com/lanework/lanework/ringbuf"
 )
 
-// With the index on, the WAL stage hands the Snapshotter each batch's
-// transaction encodings through a byte ring (Ledger.encTx), and the index's
-// blocks copy them instead of encoding every transaction a second time.
-// The WAL stage commits a batch's bytes before its records, so the
-// Snapshotter, which takes the bytes of the records it has, always finds
-// them; the ring holds at least two batches, so the WAL stage never waits
-// for room that only records it has not yet handed over would free.
+// With the index on, the WAL stage hands the Snapshotter one walRef per
+// batch it appended (Ledger.walRefs): the record's segment and offset,
+// its last transaction and base timestamp. The index's blocks refer to
+// the record (indexblock.go); each transaction's payload offset in it is
+// the sum of encodedLen of those before it in the batch, so nothing is
+// copied or encoded a second time. The WAL stage hands a batch's
+// descriptor before its records, so the Snapshotter, which takes the
+// descriptors of the records it has, always finds them. Every descriptor
+// in the ring is of a batch whose first record the Snapshotter has not
+// staged, each with at least one record in toSnap or about to enter it:
+// a ring of twice toSnap's size never fills.
 
-// newEncRing returns the ring for batches of up to maxBytes encoded bytes.
-func newEncRing(maxBytes int) (*ringbuf.SPSC[byte], error) {
-	return ringbuf.NewSPSC[byte](1 << bits.Len(uint(2*maxBytes-1)))
+// newRefRing returns the ring for a pipeline of rings of ringSize.
+func newRefRing(ringSize int) (*ringbuf.SPSC[walRef], error) {
+	return ringbuf.NewSPSC[walRef](2 * ringSize)
 }
 
 // walBatchBytes is the WAL stage's bound on a batch's encoding, header
@@ -28,50 +30,45 @@ func walBatchBytes(cfg *Config) int {
 	return min(walMaxBytes, wal.MaxBatch(cfg.WALSegmentSize)-maxTxEncoded) - wal.HeaderRoom
 }
 
-// handEncodings copies the transactions of a batch (its encoding without
-// the header) into the ring; false if the ledger halted while it waited.
-// WAL stage only.
-func (l *Ledger) handEncodings(p []byte) bool {
+// handRef hands the Snapshotter the descriptor of the batch just
+// appended; false if the ledger halted while it waited. WAL stage only.
+func (l *Ledger) handRef(r walRef) bool {
 	var bo backoff
-	for len(p) > 0 {
-		dst := l.encTx.Reserve(len(p))
-		if len(dst) == 0 {
-			if l.halted() {
-				return false
-			}
-			bo.wait()
-			continue
+	for {
+		if dst := l.walRefs.Reserve(1); len(dst) > 0 {
+			dst[0] = r
+			l.walRefs.Commit(1)
+			return true
 		}
-		c := copy(dst, p)
-		l.encTx.Commit(c)
-		p = p[c:]
+		if l.halted() {
+			return false
+		}
+		bo.wait()
 	}
-	return true
 }
 
 // stage adds what the blocks need of recs, which the Snapshotter has
-// applied, to ix.pend, and their encodings from the ring to ix.raw (each
-// one's place to ix.txs). Snapshotter only.
-func (ix *indexWriter) stage(ring *ringbuf.SPSC[byte], recs []txRecord) error {
-	ix.stageBlockTxs(recs)
-	start := uint32(len(ix.raw))
-	total := uint32(0)
-	at := len(ix.txs)
-	ix.txs = slices.Grow(ix.txs, len(recs))[:at+len(recs)]
-	txs := ix.txs[at:]
+// applied, to ix.pend: each one's record (from the ring) and payload
+// range in it. Snapshotter only.
+func (ix *indexWriter) stage(ring *ringbuf.SPSC[walRef], recs []txRecord) error {
+	pend := ix.stageBlockTxs(recs)
+	var ref uint32
 	for i := range recs {
-		n := uint32(recs[i].encodedLen())
-		txs[i] = rawTx{off: start + total, n: n}
-		total += n
-	}
-	for got := uint32(0); got < total; {
-		p := ring.PeekN(int(total - got))
-		if len(p) == 0 { // cannot happen: the WAL stage hands the bytes first
-			return fmt.Errorf("ledger: index: %d bytes of encodings of tx %d..%d missing", total-got, recs[0].id, recs[len(recs)-1].id)
+		r := &recs[i]
+		if r.id > ix.cur.last {
+			d := ring.PeekN(1)
+			if len(d) == 0 { // cannot happen: the WAL stage hands it first
+				return fmt.Errorf("ledger: index: the WAL record of tx %d missing", r.id)
+			}
+			ix.cur, ix.curOff = d[0], wal.HeaderRoom+batchHeaderLen
+			ring.Advance(1)
+			ref = ix.refFor(&ix.cur)
+		} else if i == 0 {
+			ref = ix.refFor(&ix.cur)
 		}
-		ix.raw = append(ix.raw, p...)
-		ring.Advance(len(p))
-		got += uint32(len(p))
+		n := uint32(r.encodedLen())
+		pend[i].ref, pend[i].off, pend[i].n = ref, ix.curOff, n
+		ix.curOff += n
 	}
 	return nil
 }

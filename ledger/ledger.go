@@ -139,10 +139,11 @@ type Ledger struct {
 	// The history and query indexes (historyindex.go): written by the
 	// Snapshotter; nil without Config.Index or on a follower.
 	ix      *indexWriter
-	ixdb    *pebble.DB          // the index's own store (indexstore.go), ix.db; nil without ix
-	encTx   *ringbuf.SPSC[byte] // WAL stage -> Snapshotter: what it encoded, for ix (indexhandoff.go)
-	ixWaits waitList            // reads waiting for the index to hold a transaction (waitIndexed)
-	ixCatch catchUpStats        // what Open did to the index
+	ixdb    *pebble.DB            // the index's own store (indexstore.go), ix.db; nil without ix
+	walRefs *ringbuf.SPSC[walRef] // WAL stage -> Snapshotter: each batch's record, for ix (indexhandoff.go)
+	kept    *keptSegments         // reads the records ix's blocks refer to; nil without ix
+	ixWaits waitList              // reads waiting for the index to hold a transaction (waitIndexed)
+	ixCatch catchUpStats          // what Open did to the index
 	_       pad
 	indexed atomic.Uint64 // Snapshotter: last transaction in the index
 }
@@ -268,6 +269,7 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 		if ix != nil {
 			ix.b.Close()
 			closeIndexStore(ix.db)
+			ix.kept.close()
 		}
 		db.Close()
 		return nil, err
@@ -277,6 +279,7 @@ func open(cfg Config, mode openMode) (*Ledger, error) {
 		if ix != nil {
 			ix.b.Close()
 			closeIndexStore(ix.db)
+			ix.kept.close()
 		}
 		w.Close()
 		db.Close()
@@ -317,7 +320,8 @@ func start(cfg Config, db *pebble.DB, w *wal.Writer, rs *recovered, mode openMod
 	l.ix, l.ixCatch = rs.ix, rs.ixCatch
 	if l.ix != nil {
 		l.ixdb = l.ix.db
-		if l.encTx, err = newEncRing(walBatchBytes(&cfg)); err != nil {
+		l.kept = l.ix.kept
+		if l.walRefs, err = newRefRing(cfg.RingSize); err != nil {
 			return nil, err
 		}
 	}
@@ -398,7 +402,7 @@ func (l *Ledger) close() error {
 		ferr = l.db.Flush()
 	}
 	err := errors.Join(ferr, l.db.Close())
-	return errors.Join(l.storageErr(), werr, err, closeIndexStore(l.ixdb))
+	return errors.Join(l.storageErr(), werr, err, closeIndexStore(l.ixdb), l.kept.close())
 }
 
 // fail records a storage error, refuses further work and stops the stages.

@@ -101,14 +101,18 @@ func (l *Ledger) LookupTransfers(ctx context.Context, ids []TxID, waitFor TxID) 
 				}
 				continue
 			}
-			if b, err = decodeBlock(it.Key(), it.Value()); err != nil {
-				return nil, info, &CorruptError{Key: clone(it.Key()), Reason: "index block: " + err.Error()}
+			if err := b.decode(it.Key(), it.Value()); err != nil {
+				return nil, info, err
 			}
-			// The block's bytes stay valid only until the iterator moves.
-			b.batch, b.offs, b.posts = clone(b.batch), clone(b.offs), nil
 			if uint64(id) > b.last() {
+				b.count = 0 // not kept: a later id of it seeks again
 				continue
 			}
+			if err := b.load(l.kept); err != nil {
+				return nil, info, err
+			}
+			// A copy's bytes stay valid only until the iterator moves.
+			b.batch, b.offs, b.posts = clone(b.batch), clone(b.offs), nil
 		}
 		if err := b.tx(uint64(id), &t); err != nil {
 			return nil, info, &CorruptError{Key: idKey(prefixBlock, b.first), Reason: fmt.Sprintf("index block, tx %d: %v", id, err)}

@@ -137,10 +137,10 @@ func (l *Ledger) scanTransfers(posts []postingList, lo, hi uint64, reverse bool,
 	if err := bit.Error(); err != nil {
 		return err
 	}
+	var b block
 	visit := func(k, v []byte, bits *[blockMax / 64]uint64) (bool, error) {
-		b, err := decodeBlock(k, v)
-		if err != nil {
-			return false, &CorruptError{Key: clone(k), Reason: "index block: " + err.Error()}
+		if err := b.decode(k, v); err != nil {
+			return false, err
 		}
 		for j := range b.count {
 			if reverse {
@@ -149,6 +149,9 @@ func (l *Ledger) scanTransfers(posts []postingList, lo, hi uint64, reverse bool,
 			id := b.first + uint64(j)
 			if id < lo || id > hi || bits != nil && bits[j/64]&(1<<(j%64)) == 0 {
 				continue
+			}
+			if err := b.load(l.kept); err != nil { // once, for the first transaction it visits
+				return false, err
 			}
 			more, err := fn(&b, id)
 			if err != nil {

@@ -333,10 +333,13 @@ func (l *Ledger) runWAL(st *pressure.Stage) {
 		l.committed.Store(last)
 		l.waits[Committed].release(TxID(last))
 		l.deliver(recs, Committed)
-		// The index's blocks copy these encodings (before the records, so
-		// that the Snapshotter finds them with the records).
-		if l.encTx != nil && !l.handEncodings(buf[wal.HeaderRoom+batchHeaderLen:]) {
-			return
+		// The index's blocks refer to this record (its descriptor goes
+		// before the records, so that the Snapshotter finds it with them).
+		if l.walRefs != nil {
+			seg, off := l.wal.LastRecord()
+			if !l.handRef(walRef{seq: seg.Seq, segFirst: seg.First, off: off, last: last, base: recs[0].ts}) {
+				return
+			}
 		}
 		var bo backoff
 		for off := 0; off < k; {
@@ -410,9 +413,6 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		// Before any balance store of the batch: a persister that reads
 		// one of them and then loads applying sees at least last.
 		l.applying.Store(last)
-		if ix != nil {
-			ix.base = len(ix.pend)
-		}
 		for i := range recs {
 			if i%touchAhead == 0 {
 				l.touchCells(recs[i:min(i+touchAhead, len(recs))])
@@ -471,7 +471,7 @@ func (l *Ledger) runSnapshotter(st *pressure.Stage, refs refWindow) {
 		// The index takes the batch, and writes once it has a block's
 		// worth (or the Snapshotter runs out of work, above).
 		if ix != nil {
-			err := ix.stage(l.encTx, recs)
+			err := ix.stage(l.walRefs, recs)
 			if err == nil && len(ix.pend) >= blockMax {
 				err = l.commitIndex(ix)
 			}

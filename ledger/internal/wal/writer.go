@@ -59,6 +59,8 @@ type Writer struct {
 	wg      sync.WaitGroup
 	syncErr error
 	scratch []byte
+	// lastStart is the file offset of the last batch record (LastRecord).
+	lastStart int64
 
 	// fsyncLatency observes every segment sync (see newLogWriter).
 	fsyncLatency prometheus.Histogram
@@ -385,6 +387,7 @@ func (w *Writer) Append(rec []byte, first, last uint64) error {
 		w.prepReq <- struct{}{}
 	}
 	rec[0] = typeBatch
+	w.lastStart = pos // the LogWriter padded a block too short for a header: a record starts at Size
 	if err := w.syncRecord(rec); err != nil {
 		return fmt.Errorf("wal: append to %s: %w", w.current().Name(), err)
 	}
