@@ -607,14 +607,7 @@ func TestHistoryIndexOffThenOn(t *testing.T) {
 		require.NoError(t, err)
 		accts, all := histAccounts(t, l, 16)
 		ref := uint64(0)
-		run := func(l *Ledger, n int) {
-			for range n {
-				r, err := l.SubmitBatchAndWait(ctx, histWorkload(rng, 60, accts, &ref), Committed)
-				require.NoError(t, err)
-				all = append(all, r...)
-			}
-		}
-		run(l, 5)
+		all = append(all, histMore(t, l, rng, accts, &ref, 5, 60)...)
 		require.NoError(t, l.Close())
 		before := indexKeys(t, cfg.Dir)
 		require.NotEmpty(t, before)
@@ -624,9 +617,9 @@ func TestHistoryIndexOffThenOn(t *testing.T) {
 		require.NoError(t, err)
 		mark := TxID(len(all))
 		if prune {
-			run(l, 200) // several segments: retention removes the oldest
+			all = append(all, histMore(t, l, rng, accts, &ref, 200, 60)...) // several segments: retention removes the oldest
 		} else {
-			run(l, 40)
+			all = append(all, histMore(t, l, rng, accts, &ref, 40, 60)...)
 		}
 		_, err = l.AccountTransfers(ctx, accts[0], AccountFilter{Debits: true, Limit: 10})
 		require.ErrorIs(t, err, ErrIndexOff)
@@ -646,7 +639,7 @@ func TestHistoryIndexOffThenOn(t *testing.T) {
 			// The history starts after the restart: an opening record
 			// carries every History account's columns, so a balance as of
 			// any later transaction is exact.
-			run(l, 3)
+			all = append(all, histMore(t, l, rng, accts, &ref, 3, 60)...)
 			m := newHistModel(all)
 			last := TxID(len(all))
 			require.NoError(t, l.waitIndexed(ctx, last))

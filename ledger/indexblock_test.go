@@ -170,12 +170,7 @@ func TestMixedBlocks(t *testing.T) {
 	l, err := Open(cfg)
 	require.NoError(t, err)
 	checkIndex(t, l, newHistModel(all), rng)
-	accts, err := l.QueryAccounts(context.Background(), AccountQuery{Limit: MaxReadLimit})
-	require.NoError(t, err)
-	ids := make([]uint64, len(accts.Accounts))
-	for i, a := range accts.Accounts {
-		ids[i] = a.ID
-	}
+	ids := accountIDs(t, l)
 	ref := uint64(1 << 20)
 	r, err := l.SubmitBatchAndWait(context.Background(), histWorkload(rng, 300, ids, &ref), Committed)
 	require.NoError(t, err)
@@ -340,12 +335,7 @@ func TestRefBlockCutInsideRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, uint64(len(all))-cutAt, l.IndexStats().Cut)
 	checkIndex(t, l, newHistModel(all[:cutAt]), rng)
-	accts, err := l.QueryAccounts(context.Background(), AccountQuery{Limit: MaxReadLimit})
-	require.NoError(t, err)
-	ids := make([]uint64, len(accts.Accounts))
-	for i, a := range accts.Accounts {
-		ids[i] = a.ID
-	}
+	ids := accountIDs(t, l)
 	ref := uint64(1 << 20)
 	r, err := l.SubmitBatchAndWait(context.Background(), histWorkload(rng, 100, ids, &ref), Committed)
 	require.NoError(t, err)
@@ -360,4 +350,16 @@ func TestRefBlockCutInsideRecord(t *testing.T) {
 			require.Less(t, b.n, before.n)
 		}
 	}
+}
+
+// accountIDs are the ids of every account of l, as QueryAccounts reads them.
+func accountIDs(t *testing.T, l *Ledger) []uint64 {
+	t.Helper()
+	accts, err := l.QueryAccounts(context.Background(), AccountQuery{Limit: MaxReadLimit})
+	require.NoError(t, err)
+	ids := make([]uint64, len(accts.Accounts))
+	for i, a := range accts.Accounts {
+		ids[i] = a.ID
+	}
+	return ids
 }

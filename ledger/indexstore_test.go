@@ -19,12 +19,20 @@ func histRounds(t *testing.T, l *Ledger, rng *rand.Rand, rounds, n int) ([]uint6
 	t.Helper()
 	accts, all := histAccounts(t, l, 16)
 	ref := uint64(0)
+	return accts, append(all, histMore(t, l, rng, accts, &ref, rounds, n)...)
+}
+
+// histMore submits rounds batches of n operations of histWorkload over
+// accts, each waited until Committed, and returns their results.
+func histMore(t *testing.T, l *Ledger, rng *rand.Rand, accts []uint64, ref *uint64, rounds, n int) []Result {
+	t.Helper()
+	var all []Result
 	for range rounds {
-		r, err := l.SubmitBatchAndWait(context.Background(), histWorkload(rng, n, accts, &ref), Committed)
+		r, err := l.SubmitBatchAndWait(context.Background(), histWorkload(rng, n, accts, ref), Committed)
 		require.NoError(t, err)
 		all = append(all, r...)
 	}
-	return accts, all
+	return all
 }
 
 // indexedLedger opens a ledger with the index in a new directory and

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"context"
 	"crypto/sha256"
 	"math/rand/v2"
 	"os"
@@ -66,20 +65,12 @@ func requireAllKept(t *testing.T, dir string) {
 // segments that run created, catches up and reads the whole history.
 func TestKeptSegmentsIndexOffThenOn(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 17))
-	ctx := context.Background()
 	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, WALSegmentSize: 256 << 10, SnapshotEvery: 200, WALRetention: 20000, Index: true}
 	l, err := Open(cfg)
 	require.NoError(t, err)
 	accts, all := histAccounts(t, l, 16)
 	ref := uint64(0)
-	run := func(l *Ledger, n int) {
-		for range n {
-			r, err := l.SubmitBatchAndWait(ctx, histWorkload(rng, 60, accts, &ref), Committed)
-			require.NoError(t, err)
-			all = append(all, r...)
-		}
-	}
-	run(l, 500)
+	all = append(all, histMore(t, l, rng, accts, &ref, 500, 60)...)
 	require.NoError(t, l.Close())
 	requireAllKept(t, cfg.Dir)
 	first := keptFiles(t, cfg.Dir)
@@ -90,7 +81,7 @@ func TestKeptSegmentsIndexOffThenOn(t *testing.T) {
 	off.Index = false
 	l, err = Open(off)
 	require.NoError(t, err)
-	run(l, 250)
+	all = append(all, histMore(t, l, rng, accts, &ref, 250, 60)...)
 	require.NoError(t, l.Close())
 	retired := 0
 	for _, s := range live {
@@ -128,19 +119,12 @@ func TestKeptSegmentsIndexOffThenOn(t *testing.T) {
 // needed), empties index/wal/ of all but the live segments.
 func TestKeptSegmentsRelinkConflictRestart(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 3))
-	ctx := context.Background()
 	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, WALSegmentSize: 256 << 10, SnapshotEvery: 200, WALRetention: 1, Index: true}
 	l, err := Open(cfg)
 	require.NoError(t, err)
 	accts, _ := histAccounts(t, l, 16)
 	ref := uint64(0)
-	run := func(l *Ledger, n int) {
-		for range n {
-			_, err := l.SubmitBatchAndWait(ctx, histWorkload(rng, 60, accts, &ref), Committed)
-			require.NoError(t, err)
-		}
-	}
-	run(l, 100)
+	histMore(t, l, rng, accts, &ref, 100, 60)
 	require.NoError(t, l.Close())
 	requireAllKept(t, cfg.Dir)
 
@@ -176,7 +160,7 @@ func TestKeptSegmentsRelinkConflictRestart(t *testing.T) {
 	off.Index = false
 	l, err = Open(off)
 	require.NoError(t, err)
-	run(l, 200)
+	histMore(t, l, rng, accts, &ref, 200, 60)
 	require.NoError(t, l.Close())
 	before := keptFiles(t, cfg.Dir)
 	l, err = Open(cfg)
