@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -82,43 +84,72 @@ func (l *Ledger) LookupTransfers(ctx context.Context, ids []TxID, waitFor TxID) 
 		return nil, info, err
 	}
 	defer l.exit()
+	// The blocks of all ids first, in id order (the seeks go forward; ids
+	// of one block share it), copies decoded at once; then the reference
+	// blocks' spans, several reads at a time (loadBlocks).
+	order := make([]int, 0, len(ids))
+	for i, id := range ids {
+		if id != 0 && id <= info.AsOf {
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(ids[a], ids[b]) })
+	out := make([]*Result, len(ids))
+	decode := func(b *block, of []int) error {
+		var t walTx
+		for _, i := range of {
+			if err := b.tx(uint64(ids[i]), &t); err != nil {
+				return &CorruptError{Key: idKey(prefixBlock, b.first), Reason: fmt.Sprintf("index block, tx %d: %v", ids[i], err)}
+			}
+			r := t.result()
+			out[i] = &r
+		}
+		return nil
+	}
+	var refs []block
+	var refIDs [][]int // refs[k]'s ids, a run of order
 	it, err := l.ixdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixBlock}, UpperBound: idKey(prefixBlock, uint64(info.AsOf)+1)})
 	if err != nil {
 		return nil, info, err
 	}
-	defer it.Close()
-	out := make([]*Result, len(ids))
-	var b block
-	var t walTx
-	for i, id := range ids {
-		if id == 0 || id > info.AsOf {
+	for p := 0; p < len(order); {
+		if !it.SeekLT(idKey(prefixBlock, uint64(ids[order[p]])+1)) {
+			if err = it.Error(); err != nil {
+				break
+			}
+			p++
 			continue
 		}
-		if b.count == 0 || uint64(id) < b.first || uint64(id) > b.last() {
-			if !it.SeekLT(idKey(prefixBlock, uint64(id)+1)) {
-				if err := it.Error(); err != nil {
-					return nil, info, err
-				}
-				continue
-			}
-			if err := b.decode(it.Key(), it.Value()); err != nil {
-				return nil, info, err
-			}
-			if uint64(id) > b.last() {
-				b.count = 0 // not kept: a later id of it seeks again
-				continue
-			}
-			if err := b.load(l.kept); err != nil {
-				return nil, info, err
-			}
-			// A copy's bytes stay valid only until the iterator moves.
-			b.batch, b.offs, b.posts = clone(b.batch), clone(b.offs), nil
+		var b block
+		if err = b.decode(it.Key(), it.Value()); err != nil {
+			break
 		}
-		if err := b.tx(uint64(id), &t); err != nil {
-			return nil, info, &CorruptError{Key: idKey(prefixBlock, b.first), Reason: fmt.Sprintf("index block, tx %d: %v", id, err)}
+		q := p
+		for q < len(order) && uint64(ids[order[q]]) <= b.last() {
+			q++
 		}
-		r := t.result()
-		out[i] = &r
+		switch {
+		case q == p: // not held: past its block's end
+			q++
+		case b.isRef:
+			b.posts = nil // aliases the iterator's value
+			refs, refIDs = append(refs, b), append(refIDs, order[p:q])
+		default:
+			err = decode(&b, order[p:q]) // a copy is valid only until the iterator moves
+		}
+		if err != nil {
+			break
+		}
+		p = q
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = loadBlocks(ctx, l.kept, refs, func(k int, b *block) error { return decode(b, refIDs[k]) })
+	}
+	if err != nil {
+		return nil, info, err
 	}
 	return out, info, nil
 }
