@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
@@ -20,16 +19,9 @@ import (
 // the block of the lower ids, every time; a cancelled read stops; and no
 // load outlives its read.
 func TestLookupLoadsConcurrently(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 47))
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, SnapshotEvery: 300, WALRetention: 300,
-		WALSegmentSize: 256 << 10, WALMaxBatch: 64, Index: true}
-	l, err := Open(cfg)
-	require.NoError(t, err)
-	_, all := histRounds(t, l, rng, 250, 200)
+	cfg, l, rng, all := keptOnlyLedger(t, 47, 250)
+	var err error
 	ctx := context.Background()
-	require.NoError(t, l.Wait(ctx, TxID(len(all)), Snapshot))
-	_, err = l.Snapshot(ctx) // retention runs: the old segments are only in index/wal/
-	require.NoError(t, err)
 	require.NoError(t, l.waitIndexed(ctx, TxID(len(all))))
 
 	last := TxID(len(all))

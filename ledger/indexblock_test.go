@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -83,16 +82,9 @@ func TestRefBlocksWritten(t *testing.T) {
 // the offset of the chunk, to the reads that go through it; the ledger and
 // the other reads go on.
 func TestRefBlockDamage(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 23))
-	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, SnapshotEvery: 300, WALRetention: 300,
-		WALSegmentSize: 256 << 10, WALMaxBatch: 64, Index: true}
-	l, err := Open(cfg)
-	require.NoError(t, err)
-	_, all := histRounds(t, l, rng, 30, 200)
+	cfg, l, _, all := keptOnlyLedger(t, 23, 30)
+	var err error
 	ctx := context.Background()
-	require.NoError(t, l.Wait(ctx, TxID(len(all)), Snapshot))
-	_, err = l.Snapshot(ctx) // retention runs
-	require.NoError(t, err)
 	require.NoError(t, l.Close())
 
 	blocks := indexBlocks(t, cfg.Dir)
@@ -206,32 +198,6 @@ func TestMixedBlocks(t *testing.T) {
 	require.EqualValues(t, uint64(len(all))-cutAt, l.IndexStats().Cut)
 	checkIndex(t, l, newHistModel(all[:cutAt]), rng)
 	require.NoError(t, l.Close())
-}
-
-// TestCheckpointCopiesRefBlocks: a checkpoint carries every block as a
-// copy; the receiver reads them without the sender's segments.
-func TestCheckpointCopiesRefBlocks(t *testing.T) {
-	ctx := context.Background()
-	cfg, l, rng, all := indexedLedger(t, 41)
-	require.NoError(t, l.waitIndexed(ctx, TxID(len(all))))
-	var ck bytes.Buffer
-	_, err := l.WriteCheckpoint(ctx, &ck)
-	require.NoError(t, err)
-	require.NoError(t, l.Close())
-	ncfg := cfg
-	ncfg.Dir = filepath.Join(t.TempDir(), "new")
-	_, err = InstallCheckpoint(ncfg, &ck)
-	require.NoError(t, err)
-	blocks := indexBlocks(t, ncfg.Dir)
-	require.NotEmpty(t, blocks)
-	for _, b := range blocks {
-		require.False(t, b.isRef, "block of tx %d carried as a reference", b.first)
-	}
-	require.NoError(t, os.RemoveAll(cfg.Dir)) // nothing of the sender's is read
-	n, err := Open(ncfg)
-	require.NoError(t, err)
-	checkIndex(t, n, newHistModel(all), rng)
-	require.NoError(t, n.Close())
 }
 
 // TestRefBlockReadsConcurrent: reads through references from several
@@ -362,4 +328,23 @@ func accountIDs(t *testing.T, l *Ledger) []uint64 {
 		ids[i] = a.ID
 	}
 	return ids
+}
+
+// keptOnlyLedger opens a ledger with the index and small WAL segments and
+// runs histRounds' rounds of 200 on it (its random source seeded with (21,
+// seq)), then a snapshot, after which retention has removed the older
+// segments from wal/: they are only in index/wal/.
+func keptOnlyLedger(t *testing.T, seq uint64, rounds int) (Config, *Ledger, *rand.Rand, []Result) {
+	t.Helper()
+	cfg := Config{Dir: t.TempDir(), MaxAccounts: 64, SnapshotEvery: 300, WALRetention: 300,
+		WALSegmentSize: 256 << 10, WALMaxBatch: 64, Index: true}
+	l, err := Open(cfg)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(21, seq))
+	_, all := histRounds(t, l, rng, rounds, 200)
+	ctx := context.Background()
+	require.NoError(t, l.Wait(ctx, TxID(len(all)), Snapshot))
+	_, err = l.Snapshot(ctx)
+	require.NoError(t, err)
+	return cfg, l, rng, all
 }

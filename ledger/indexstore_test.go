@@ -170,8 +170,10 @@ func TestIndexStoreOutlivesRetention(t *testing.T) {
 }
 
 // TestCheckpointCarriesIndex: a checkpoint of a ledger that keeps the index
-// carries its store's keys; the installed directory, opened with the
-// index, catches up only what the checkpoint's index lacked.
+// carries its store's keys, every block as a copy (the receiver has other
+// WAL segments); the installed directory, opened with the index, reads
+// nothing of the sender's and catches up only what the checkpoint's index
+// lacked.
 func TestCheckpointCarriesIndex(t *testing.T) {
 	ctx := context.Background()
 	cfg, l, rng, all := indexedLedger(t, 19)
@@ -187,6 +189,12 @@ func TestCheckpointCarriesIndex(t *testing.T) {
 	_, err = InstallCheckpoint(ncfg, &ck)
 	require.NoError(t, err)
 	require.DirExists(t, filepath.Join(ncfg.Dir, indexDir))
+	blocks := indexBlocks(t, ncfg.Dir)
+	require.NotEmpty(t, blocks)
+	for _, b := range blocks {
+		require.False(t, b.isRef, "block of tx %d carried as a reference", b.first)
+	}
+	require.NoError(t, os.RemoveAll(cfg.Dir))
 	n, err := Open(ncfg)
 	require.NoError(t, err)
 	st := n.IndexStats()
