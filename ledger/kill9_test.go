@@ -48,7 +48,7 @@ func crashloadArgs(c Config) []string {
 		"-segment-size", strconv.FormatInt(c.WALSegmentSize, 10),
 		"-dedup-window", strconv.FormatUint(c.DedupWindow, 10),
 		"-dedup-retention-txs", strconv.FormatUint(c.DedupRetentionTxs, 10),
-		"-unacked-max", strconv.Itoa(killUnackedMax)}
+		"-unacked-max", strconv.Itoa(killUnackedMax), "-index=" + strconv.FormatBool(c.Index)}
 }
 
 // TestKill9 runs internal/crashload against one directory, SIGKILLs it at a
@@ -58,13 +58,25 @@ func crashloadArgs(c Config) []string {
 // Committed), no UserRef is applied twice within the idempotency retention,
 // balances sum to zero and replay consistently (Verify), and an
 // acknowledged UserRef within the retention is still a Duplicate.
-func TestKill9(t *testing.T) {
+func TestKill9(t *testing.T) { runKill9(t, killCfg, *killTrials) }
+
+// TestKill9Index is TestKill9 with the history index on: besides all that
+// TestKill9 checks, every acknowledged transaction it checks is also read
+// through the index (LookupTransfers, which reads the blocks' spans from
+// the kept WAL segments), the same as acknowledged, including those WAL
+// retention has removed from wal/.
+func TestKill9Index(t *testing.T) {
+	cfg := killCfg
+	cfg.Index = true
+	runKill9(t, cfg, max(*killTrials/2, 1))
+}
+
+func runKill9(t *testing.T, cfg Config, trials int) {
 	bin := filepath.Join(t.TempDir(), "crashload")
 	build := exec.Command("go", "build", "-o", bin, "./internal/crashload")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
-	cfg := killCfg
 	cfg.Dir = t.TempDir()
 	args := crashloadArgs(cfg)
 	cfg.RingSize = 1024 // not persisted; small rings open faster under -race
@@ -74,7 +86,7 @@ func TestKill9(t *testing.T) {
 	acked := map[TxID]Result{}
 	chk := &killChecker{cfg: cfg, acked: acked, orig: map[uint64]uint64{}}
 	var total, beforeReady, maxRecovered, maxGrowth int
-	for trial := 1; trial <= *killTrials; trial++ {
+	for trial := 1; trial <= trials; trial++ {
 		cmd := exec.Command(bin, append(args, "-seed", strconv.FormatUint(rng.Uint64(), 10), "-run", strconv.Itoa(trial))...)
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(t, err)
@@ -145,18 +157,18 @@ func TestKill9(t *testing.T) {
 		}
 		total += len(trialAcks)
 		// Full replay checks (Verify) on every 5th and the last trial.
-		full := trial%5 == 0 || trial == *killTrials
+		full := trial%5 == 0 || trial == trials
 		n := chk.check(t, trialAcks, full)
 		maxGrowth = max(maxGrowth, n-maxRecovered)
 		maxRecovered = max(maxRecovered, n)
 	}
 	t.Logf("kill -9: %d trials (%d during Open), %d acknowledged transactions, 0 lost or duplicated; largest ledger %d tx, at most %d tx per trial",
-		*killTrials, beforeReady, total, maxRecovered, maxGrowth)
+		trials, beforeReady, total, maxRecovered, maxGrowth)
 	t.Logf("WAL: the killed runs created %d segments and retention removed %d; %d trials rolled over, %d removed segments, %d left a segment unborn, %d ended in a recycled segment; idempotency: %d refs expired and applied again; %d acknowledged tx no longer in the WAL",
 		chk.created, chk.removed, chk.rolled, chk.pruned, chk.unborn, chk.recycled, chk.reapplied, chk.gone)
 	require.Positive(t, chk.rolled, "no trial rolled over a segment: the load is too light for the segment size")
 	require.Positive(t, chk.pruned, "no trial removed a segment: WAL retention never ran")
-	if *killTrials >= 100 { // about one trial in eight ends in one; the soak must see some
+	if trials >= 100 && !cfg.Index { // about one trial in eight ends in one; the soak must see some (with the index, none is recycled)
 		require.Positive(t, chk.recycled, "no trial ended in a recycled segment: retention never handed one back")
 	}
 	require.Positive(t, chk.reapplied, "no ref outlived DedupRetentionTxs: the idempotency index was never pruned")
@@ -221,6 +233,9 @@ func (k *killChecker) check(t *testing.T, trialAcks []Result, full bool) int {
 			want.Entries = nil
 		}
 		require.Equal(t, want, got, "tx %d differs from its acknowledgement", want.ID)
+	}
+	if k.cfg.Index {
+		k.checkIndex(t, l, x.Committed, trialAcks, full)
 	}
 	for _, r := range trialAcks {
 		checkAck(r)
@@ -316,6 +331,43 @@ func (k *killChecker) check(t *testing.T, trialAcks []Result, full bool) int {
 	k.segs, _, err = listSegments(vfs.Default, cfg.Dir)
 	require.NoError(t, err)
 	return int(x.Committed)
+}
+
+// checkIndex reads this trial's acknowledged transactions and a sample of
+// the earlier ones (all of them if full) through the index, which keeps
+// every transaction (WAL retention removes none of its kept segments):
+// each is as acknowledged.
+func (k *killChecker) checkIndex(t *testing.T, l *Ledger, committed TxID, trialAcks []Result, full bool) {
+	t.Helper()
+	want := append([]Result(nil), trialAcks...)
+	for _, r := range k.acked { // map order: a random sample, or all
+		if !full && len(want) == len(trialAcks)+64 {
+			break
+		}
+		want = append(want, r)
+	}
+	for len(want) > 0 {
+		n := min(len(want), MaxReadLimit)
+		ids := make([]TxID, n)
+		for i, r := range want[:n] {
+			ids[i] = r.ID
+		}
+		got, info, err := l.LookupTransfers(context.Background(), ids, committed)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, info.AsOf, committed)
+		for i, w := range want[:n] {
+			require.NotNil(t, got[i], "acknowledged tx %d not in the index", w.ID)
+			g := *got[i]
+			if len(w.Entries) == 0 {
+				w.Entries = nil
+			}
+			if len(g.Entries) == 0 {
+				g.Entries = nil
+			}
+			require.Equal(t, w, g, "tx %d in the index differs from its acknowledgement", w.ID)
+		}
+		want = want[n:]
+	}
 }
 
 // countSegments compares the WAL's segment files after a kill with those

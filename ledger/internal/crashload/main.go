@@ -43,6 +43,7 @@ func main() {
 	flag.Int64Var(&cfg.WALSegmentSize, "segment-size", 0, "Config.WALSegmentSize")
 	flag.Uint64Var(&cfg.DedupWindow, "dedup-window", 0, "Config.DedupWindow")
 	flag.Uint64Var(&cfg.DedupRetentionTxs, "dedup-retention-txs", 0, "Config.DedupRetentionTxs")
+	flag.BoolVar(&cfg.Index, "index", false, "Config.Index")
 	flag.Parse()
 	cfg.Dir = *dir
 	maxAccounts := cfg.MaxAccounts
