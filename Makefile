@@ -107,6 +107,6 @@ SOAK_TRIALS ?= 200
 ## and the replicated ledger: CLUSTER_TRIALS leader kills, and as many partition runs.
 CLUSTER_TRIALS ?= 20
 soak:
-	cd ledger && go test -run '^TestKill9$$' -count=1 -v -timeout 60m . -args -ledger.kill-trials=$(SOAK_TRIALS)
+	cd ledger && go test -run '^TestKill9(Index)?$$' -count=1 -v -timeout 60m . -args -ledger.kill-trials=$(SOAK_TRIALS)
 	cd ledgercluster && LEDGERCLUSTER_TRIALS=$(CLUSTER_TRIALS) go test -run '^TestFailoverKill9$$' -count=1 -v -timeout 30m .
 	cd ledgercluster && go test -run '^TestPartition(MinorityLeader|DropDelay)$$' -count=$(CLUSTER_TRIALS) -timeout 30m .
