@@ -83,7 +83,7 @@ func init() {
 
 func (r *verifyReport) export() *offline.Report {
 	out := &offline.Report{MaxAccounts: r.MaxAccounts, FirstTx: uint64(r.FirstTx), LastTx: uint64(r.LastTx),
-		Batches: r.Batches, Transactions: r.Transactions, FromZero: r.FromZero}
+		Batches: r.Batches, Transactions: r.Transactions, FromZero: r.FromZero, KeptSegments: r.KeptSegments, RefBlocks: r.RefBlocks}
 	if t := r.TornTail; t != nil {
 		out.TornTail = &offline.Torn{File: t.File, Offset: t.Offset, Dropped: t.Dropped, LastKept: uint64(t.LastKept)}
 	}

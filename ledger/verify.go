@@ -27,8 +27,12 @@ type verifyReport struct {
 	Snapshots []snapshotCheck
 	// Findings lists every inconsistency, in key order. verifyDir returns a
 	// non-nil error exactly when it is non-empty.
-	Findings    []*CorruptError
-	truncations []truncation // by ledger recover, oldest first
+	Findings []*CorruptError
+	// KeptSegments and RefBlocks count what verifyKept checked: the
+	// kept segments not in wal/, and the index's reference blocks.
+	KeptSegments int
+	RefBlocks    int
+	truncations  []truncation // by ledger recover, oldest first
 }
 
 // snapshotCheck is the verdict on one persisted snapshot.
@@ -48,7 +52,8 @@ type snapshotCheck struct {
 // ids; the zero sum of every transaction; that every entry's resulting
 // balance continues the account's previous one; every snapshot, and that it
 // equals the WAL replay up to its transaction; the durable idempotency index
-// against the WAL's refs (refCheck). It reads past damage to find
+// against the WAL's refs (refCheck); with the history index, its kept
+// segments and reference blocks (verifyKept). It reads past damage to find
 // all of it. The error is nil if the report has no findings; otherwise it
 // joins the findings (each a *CorruptError, matching ErrCorrupt). Errors
 // opening the directory are returned with a nil report; a directory of
@@ -83,6 +88,10 @@ func verifyDir(fs vfs.FS, dir string) (*verifyReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg, err := (&Config{FS: fs, Dir: dir, MaxAccounts: m.MaxAccounts}).withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	if v.rep.truncations, err = readTruncations(db); err != nil {
 		var ce *CorruptError
 		if !errors.As(err, &ce) {
@@ -103,10 +112,6 @@ func verifyDir(fs vfs.FS, dir string) (*verifyReport, error) {
 	if len(v.rep.Findings) == 0 {
 		// The pending columns against the open pending transfers: the
 		// recovery's replay rebuilds the book and checks them.
-		cfg, err := (&Config{FS: fs, Dir: dir, MaxAccounts: m.MaxAccounts}).withDefaults()
-		if err != nil {
-			return nil, err
-		}
 		if _, err := recoverState(db, &cfg); err != nil {
 			var ce *CorruptError
 			if !errors.As(err, &ce) {
@@ -114,6 +119,9 @@ func verifyDir(fs vfs.FS, dir string) (*verifyReport, error) {
 			}
 			v.rep.Findings = append(v.rep.Findings, ce)
 		}
+	}
+	if err := v.verifyKept(&cfg); err != nil {
+		return nil, err
 	}
 	errs := make([]error, len(v.rep.Findings))
 	for i, f := range v.rep.Findings {

@@ -23,6 +23,12 @@ type VerifyReport struct {
 	// FromZero is true when the WAL starts at transaction 1, so every
 	// resulting balance was checked against a replay from zero.
 	FromZero bool
+	// KeptSegments and RefBlocks are what Verify checked of the history
+	// index (Config.Index), when index/wal/ exists: the kept WAL segments
+	// not also in wal/ (those the WAL check read), and the index's
+	// reference blocks, each read from its kept segment.
+	KeptSegments int
+	RefBlocks    int
 	// TornTail is the torn tail of the newest WAL segment (the remains of
 	// a write cut short by a crash, never acknowledged), nil if none. Open
 	// drops it; Verify does not count it as a finding.
@@ -52,7 +58,8 @@ type SnapshotCheck struct {
 // record; every WAL batch's checksum and structure; contiguous transaction
 // ids; the zero sum of every transaction; that every entry's resulting
 // balance continues the account's previous one; every snapshot, and that it
-// equals the WAL replay up to its transaction. It reads past damage to find
+// equals the WAL replay up to its transaction; with the history index, its
+// kept WAL segments and reference blocks. It reads past damage to find
 // all of it. The error is nil if the report has no findings; otherwise it
 // joins the findings (each a *ledger.CorruptError, matching
 // ledger.ErrCorrupt). Errors opening the directory are returned with a nil
@@ -64,7 +71,7 @@ func Verify(dir string) (*VerifyReport, error) {
 		return nil, err
 	}
 	rep := &VerifyReport{MaxAccounts: r.MaxAccounts, FirstTx: ledger.TxID(r.FirstTx), LastTx: ledger.TxID(r.LastTx),
-		Batches: r.Batches, Transactions: r.Transactions, FromZero: r.FromZero}
+		Batches: r.Batches, Transactions: r.Transactions, FromZero: r.FromZero, KeptSegments: r.KeptSegments, RefBlocks: r.RefBlocks}
 	if t := r.TornTail; t != nil {
 		rep.TornTail = &ledger.TornTail{File: t.File, Offset: t.Offset, Dropped: t.Dropped, LastKept: ledger.TxID(t.LastKept)}
 	}

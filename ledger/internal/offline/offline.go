@@ -42,6 +42,8 @@ type Report struct {
 	Batches      int
 	Transactions uint64
 	FromZero     bool
+	KeptSegments int
+	RefBlocks    int
 	TornTail     *Torn
 	Snapshots    []Snapshot
 	Findings     []error // each a *ledger.CorruptError

@@ -120,6 +120,19 @@ func Scan(opts Options, bounds Bounds, from uint64, fn Visit) (Result, error) {
 	return res, nil
 }
 
+// CheckSegment checks one segment of opts.Dir as Scan checks it (header,
+// size, every record's chunks, contiguous batches through opts.Span), given
+// the first tx of its successor (0: it is the newest), and calls fn for
+// every batch. The ledger's verify checks kept segments one by one with
+// it, so that damage in one does not hide the others.
+func CheckSegment(opts Options, seg Segment, succ uint64, fn Visit) error {
+	res := Result{First: seg.First, Last: seg.First - 1}
+	var buf bytes.Buffer
+	sr := segReader{opts: opts, oldest: seg.Seq, seg: seg, newest: succ == 0, succ: succ, fn: fn, buf: &buf}
+	_, err := sr.read(&res)
+	return err
+}
+
 func lastSeq(segs []Segment) uint64 {
 	if len(segs) == 0 {
 		return 0

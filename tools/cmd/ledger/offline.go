@@ -43,6 +43,9 @@ func verifyCommand() *cli.Command {
 			}
 			fmt.Fprintf(w, "transactions %d..%d (%d) in %d WAL batches, max accounts %d\n",
 				rep.FirstTx, rep.LastTx, rep.Transactions, rep.Batches, rep.MaxAccounts)
+			if rep.KeptSegments > 0 || rep.RefBlocks > 0 {
+				fmt.Fprintf(w, "history index: %d kept WAL segments (not in wal/), %d reference blocks read\n", rep.KeptSegments, rep.RefBlocks)
+			}
 			if t := rep.TornTail; t != nil {
 				fmt.Fprintf(w, "unclean end: %s records end at offset %d, %d bytes after that (never acknowledged; Open drops them); last transaction kept %d\n",
 					t.File, t.Offset, t.Dropped, t.LastKept)
@@ -74,6 +77,8 @@ type verifyReportJSON struct {
 	Transactions uint64             `json:"transactions"`
 	Batches      int                `json:"batches"`
 	FromZero     bool               `json:"from_zero"`
+	KeptSegments int                `json:"kept_segments"`
+	RefBlocks    int                `json:"ref_blocks"`
 	TornTail     *ledger.TornTail   `json:"torn_tail"`
 	Snapshots    []snapshotJSON     `json:"snapshots"`
 	Findings     []corruptErrorJSON `json:"findings"`
@@ -97,7 +102,7 @@ type corruptErrorJSON struct {
 
 func verifyJSON(rep *inspect.VerifyReport) verifyReportJSON {
 	out := verifyReportJSON{OK: len(rep.Findings) == 0, MaxAccounts: rep.MaxAccounts, FirstTx: rep.FirstTx, LastTx: rep.LastTx,
-		Transactions: rep.Transactions, Batches: rep.Batches, FromZero: rep.FromZero, TornTail: rep.TornTail,
+		Transactions: rep.Transactions, Batches: rep.Batches, FromZero: rep.FromZero, KeptSegments: rep.KeptSegments, RefBlocks: rep.RefBlocks, TornTail: rep.TornTail,
 		Snapshots: []snapshotJSON{}, Findings: []corruptErrorJSON{}, Truncations: []truncationJSON{}}
 	for _, s := range rep.Snapshots {
 		out.Snapshots = append(out.Snapshots, snapshotJSON(s))

@@ -59,6 +59,8 @@ func TestVerifyJSON(t *testing.T) {
 	assert.Equal(t, true, rep["ok"])
 	assert.Equal(t, float64(5), rep["last_tx"])
 	assert.Equal(t, []any{}, rep["findings"])
+	assert.Equal(t, float64(0), rep["kept_segments"]) // no history index
+	assert.Equal(t, float64(0), rep["ref_blocks"])
 
 	// A segment cut short: one finding naming the file, exit status 1.
 	segs, err := filepath.Glob(filepath.Join(dir, "wal", "*.wal"))
