@@ -25,7 +25,8 @@ type verifyReport struct {
 	// drops it; verifyDir does not count it as a finding.
 	TornTail  *TornTail
 	Snapshots []snapshotCheck
-	// Findings lists every inconsistency, in key order. verifyDir returns a
+	// Findings lists every inconsistency in the order found: the WAL's and
+	// the store's, then the history index's (verifyKept). verifyDir returns a
 	// non-nil error exactly when it is non-empty.
 	Findings []*CorruptError
 	// KeptSegments and RefBlocks count what verifyKept checked: the

@@ -34,7 +34,8 @@ type VerifyReport struct {
 	// drops it; Verify does not count it as a finding.
 	TornTail  *ledger.TornTail
 	Snapshots []SnapshotCheck
-	// Findings lists every inconsistency, in key order. Verify returns a
+	// Findings lists every inconsistency in the order found: the WAL's and
+	// the store's, then the history index's. Verify returns a
 	// non-nil error exactly when it is non-empty.
 	Findings []*ledger.CorruptError
 	// Truncations are the cuts Recover made in this directory, oldest
