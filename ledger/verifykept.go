@@ -140,6 +140,7 @@ func (v *verifier) refBlocks(cfg *Config) error {
 	defer it.Close()
 	var b block
 	var pre []byte
+	var at recordAt
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := b.decode(it.Key(), it.Value()); err != nil {
 			var ce *CorruptError
@@ -159,19 +160,31 @@ func (v *verifier) refBlocks(cfg *Config) error {
 			v.rep.Findings = append(v.rep.Findings, ce)
 			continue
 		}
-		// The span's ids are implied by the key: the record (its batch
-		// header and the transactions before the span, payload bytes
-		// 1..from) must put transaction b.first where the span starts.
-		if pre, err = kept.read(&b.ref, 1, b.from-1, pre[:0]); err != nil {
-			var ce *CorruptError
-			if !errors.As(err, &ce) {
-				return err
+		// The span's ids are implied by the key: the record must put
+		// transaction b.first where the span starts. A block that starts
+		// where the one before it in the same record ended (as the
+		// Snapshotter cuts them) continues what that one's check found;
+		// any other reads the record up to its span (its batch header and
+		// the transactions before it, payload bytes 1..from).
+		if !at.follows(&b) {
+			if pre, err = kept.read(&b.ref, 1, b.from-1, pre[:0]); err != nil {
+				var ce *CorruptError
+				if !errors.As(err, &ce) {
+					return err
+				}
+				ce.FirstTx, ce.LastTx = TxID(b.first), TxID(b.last())
+				v.rep.Findings = append(v.rep.Findings, ce)
+				at = recordAt{}
+				continue
 			}
-			ce.FirstTx, ce.LastTx = TxID(b.first), TxID(b.last())
-			v.rep.Findings = append(v.rep.Findings, ce)
-			continue
+			if reason := at.start(pre, &b); reason != "" {
+				v.finding(keyLoc(it.Key()), b.first, b.last(), "index block names %s offset %d, payload %d+%d: %s",
+					kept.rel(&b.ref), b.ref.off, b.from, b.n, reason)
+				at = recordAt{}
+				continue
+			}
 		}
-		if reason := spanIDs(pre, &b); reason != "" {
+		if reason := at.span(&b); reason != "" {
 			v.finding(keyLoc(it.Key()), b.first, b.last(), "index block names %s offset %d, payload %d+%d: %s",
 				kept.rel(&b.ref), b.ref.off, b.from, b.n, reason)
 		}
@@ -179,11 +192,27 @@ func (v *verifier) refBlocks(cfg *Config) error {
 	return it.Error()
 }
 
-// spanIDs checks the record prefix pre (its batch header and the
-// transactions before the block's span) against block b: the span starts
-// at transaction b.first, the record holds b's ids and b's base time. It
-// returns what differs, "" if nothing.
-func spanIDs(pre []byte, b *block) string {
+// recordAt is where refBlocks' check of one WAL record stands: the
+// record's ids and base time, and the transaction at payload offset end.
+type recordAt struct {
+	seq         uint64
+	off         int64
+	end         uint32
+	next        uint64 // the id at end
+	first, last uint64 // the record's
+	base        int64
+}
+
+// follows reports whether block b starts in the record at where the
+// check stands.
+func (a *recordAt) follows(b *block) bool {
+	return a.seq != 0 && a.seq == b.ref.seq && a.off == b.ref.off && a.end == b.from
+}
+
+// start reads the record prefix pre (its batch header and the
+// transactions before block b's span) into a; it returns what does not
+// decode, "" if all does.
+func (a *recordAt) start(pre []byte, b *block) string {
 	r, err := parseBatch(pre)
 	if err != nil {
 		return err.Error()
@@ -194,13 +223,24 @@ func spanIDs(pre []byte, b *block) string {
 			return fmt.Sprintf("the record's transactions before the span do not decode: %v", err)
 		}
 	}
-	switch last := r.first + r.count - 1; {
-	case r.first+r.i != b.first:
-		return fmt.Sprintf("the span starts at tx %d of the record (txs %d..%d), not %d", r.first+r.i, r.first, last, b.first)
-	case b.last() > last:
-		return fmt.Sprintf("the record holds txs %d..%d, not %d..%d", r.first, last, b.first, b.last())
-	case r.base != b.ref.base:
-		return fmt.Sprintf("the record's base time is %d, the block's %d", r.base, b.ref.base)
+	*a = recordAt{seq: b.ref.seq, off: b.ref.off, end: b.from, next: r.first + r.i, first: r.first, last: r.first + r.count - 1, base: r.base}
+	return ""
+}
+
+// span checks loaded block b, which starts where a stands, against the
+// record: the span starts at transaction b.first, the record holds b's
+// ids and b's base time; then a stands after b's span. It returns what
+// differs, "" if nothing.
+func (a *recordAt) span(b *block) string {
+	at := a.next
+	a.end, a.next = b.from+b.n, a.next+uint64(len(b.at))
+	switch {
+	case at != b.first:
+		return fmt.Sprintf("the span starts at tx %d of the record (txs %d..%d), not %d", at, a.first, a.last, b.first)
+	case b.last() > a.last:
+		return fmt.Sprintf("the record holds txs %d..%d, not %d..%d", a.first, a.last, b.first, b.last())
+	case a.base != b.ref.base:
+		return fmt.Sprintf("the record's base time is %d, the block's %d", a.base, b.ref.base)
 	}
 	return ""
 }
