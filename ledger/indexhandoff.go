@@ -24,12 +24,6 @@ func newRefRing(ringSize int) (*ringbuf.SPSC[walRef], error) {
 	return ringbuf.NewSPSC[walRef](2 * ringSize)
 }
 
-// walBatchBytes is the WAL stage's bound on a batch's encoding, header
-// room excluded (runWAL).
-func walBatchBytes(cfg *Config) int {
-	return min(walMaxBytes, wal.MaxBatch(cfg.WALSegmentSize)-maxTxEncoded) - wal.HeaderRoom
-}
-
 // handRef hands the Snapshotter the descriptor of the batch just
 // appended; false if the ledger halted while it waited. WAL stage only.
 func (l *Ledger) handRef(r walRef) bool {

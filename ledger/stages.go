@@ -289,6 +289,12 @@ func (l *Ledger) deliver(recs []txRecord, level Level) {
 	}
 }
 
+// walBatchBytes is the WAL stage's bound on a batch's encoding, header
+// room excluded (runWAL).
+func walBatchBytes(cfg *Config) int {
+	return min(walMaxBytes, wal.MaxBatch(cfg.WALSegmentSize)-maxTxEncoded) - wal.HeaderRoom
+}
+
 // runWAL group-commits whatever the Transactor has computed, up to
 // WALMaxBatch transactions, as one record of the WAL's newest segment,
 // synced with fdatasync. Under light load that is a batch of one; under
